@@ -1,0 +1,248 @@
+package header
+
+import (
+	"encoding/binary"
+	"net/netip"
+)
+
+// IPv6 constants, RFC 8200.
+const (
+	IPv6Version           = 6  // the Version field of every IPv6 header
+	IPv6HeaderLen         = 40 // the fixed header
+	IPv6FragmentHeaderLen = 8  // the Fragment extension header, RFC 8200 section 4.5
+
+	// IPv6MinMTU is the smallest link MTU IPv6 allows, RFC 8200 section 5.
+	IPv6MinMTU = 1280
+)
+
+// IPv6 is a view of an IPv6 packet (RFC 8200) starting at its fixed header:
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|Version| Traffic Class |              Flow Label               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|         Payload Length        |  Next Header  |   Hop Limit   |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                                                               |
+//	+                                                               +
+//	|                     Source Address (16 bytes)                 |
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                                                               |
+//	+                                                               +
+//	|                  Destination Address (16 bytes)               |
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Payload Length counts the bytes after the fixed header, extension
+// headers included. Jumbograms (RFC 2675, Payload Length 0 with a
+// Hop-by-Hop Jumbo Payload option) are not supported: a Payload Length of 0
+// means an empty payload. The Traffic Class holds the DSCP (upper 6 bits)
+// and ECN (lower 2).
+//
+// A view does not copy. Its methods assume IPv6HeaderLen bytes, and Payload
+// and SkipExtensionHeaders the Payload Length too, as ParseIPv6 checks.
+type IPv6 []byte
+
+// IPv6Fields holds the fields IPv6.Encode writes.
+type IPv6Fields struct {
+	TrafficClass uint8      // DSCP<<2 | ECN
+	FlowLabel    uint32     // low 20 bits used
+	PayloadLen   uint16     // bytes after the fixed header
+	NextHeader   uint8      // such as IPProtoUDP
+	HopLimit     uint8      // hops
+	Source       netip.Addr // must be an IPv6 address (IPv4-mapped allowed)
+	Destination  netip.Addr // must be an IPv6 address (IPv4-mapped allowed)
+}
+
+// ParseIPv6 checks b the way the kernel's ipv6_rcv does and returns it as an
+// IPv6 view trimmed to 40 + Payload Length bytes (bytes after, such as
+// Ethernet padding, are dropped). It returns a *ParseError wrapping
+// ErrTruncated when b is shorter than 40 bytes or than 40 + Payload Length,
+// and one wrapping ErrBadVersion when the version is not 6. It does not walk
+// the extension headers (see SkipExtensionHeaders). The returned view
+// aliases b. It does not allocate.
+func ParseIPv6(b []byte) (IPv6, error) {
+	if len(b) < IPv6HeaderLen {
+		return nil, errIPv6Short
+	}
+	if b[0]>>4 != IPv6Version {
+		return nil, errIPv6Version
+	}
+	n := IPv6HeaderLen + int(binary.BigEndian.Uint16(b[4:6]))
+	if len(b) < n {
+		return nil, errIPv6Payload
+	}
+	return IPv6(b[:n]), nil
+}
+
+// Version returns the 4-bit version field.
+func (h IPv6) Version() uint8 { return h[0] >> 4 }
+
+// TrafficClass returns the 8-bit Traffic Class.
+func (h IPv6) TrafficClass() uint8 { return uint8(binary.BigEndian.Uint16(h[0:2]) >> 4) }
+
+// FlowLabel returns the 20-bit Flow Label (RFC 6437).
+func (h IPv6) FlowLabel() uint32 { return binary.BigEndian.Uint32(h[0:4]) & 0x000fffff }
+
+// PayloadLen returns the Payload Length field, in bytes.
+func (h IPv6) PayloadLen() uint16 { return binary.BigEndian.Uint16(h[4:6]) }
+
+// NextHeader returns the Next Header field: the first extension header or
+// the transport protocol.
+func (h IPv6) NextHeader() uint8 { return h[6] }
+
+// HopLimit returns the Hop Limit field.
+func (h IPv6) HopLimit() uint8 { return h[7] }
+
+// Source returns the source address. It does not allocate.
+func (h IPv6) Source() netip.Addr { return netip.AddrFrom16([16]byte(h[8:24])) }
+
+// Destination returns the destination address. It does not allocate.
+func (h IPv6) Destination() netip.Addr { return netip.AddrFrom16([16]byte(h[24:40])) }
+
+// Payload returns the Payload Length bytes after the fixed header. The
+// returned slice aliases h.
+func (h IPv6) Payload() []byte { return h[IPv6HeaderLen : IPv6HeaderLen+int(h.PayloadLen())] }
+
+// SetTrafficClass writes the Traffic Class and version 6.
+func (h IPv6) SetTrafficClass(tc uint8) {
+	v := binary.BigEndian.Uint16(h[0:2])
+	binary.BigEndian.PutUint16(h[0:2], IPv6Version<<12|uint16(tc)<<4|v&0x000f)
+}
+
+// SetFlowLabel writes the low 20 bits of fl as the Flow Label.
+func (h IPv6) SetFlowLabel(fl uint32) {
+	v := binary.BigEndian.Uint32(h[0:4])
+	binary.BigEndian.PutUint32(h[0:4], v&0xfff00000|fl&0x000fffff)
+}
+
+// SetPayloadLen writes the Payload Length field.
+func (h IPv6) SetPayloadLen(n uint16) { binary.BigEndian.PutUint16(h[4:6], n) }
+
+// SetNextHeader writes the Next Header field.
+func (h IPv6) SetNextHeader(p uint8) { h[6] = p }
+
+// SetHopLimit writes the Hop Limit field.
+func (h IPv6) SetHopLimit(n uint8) { h[7] = n }
+
+// SetSource writes the source address; an IPv4 address is written
+// IPv4-mapped (netip.Addr.As16).
+func (h IPv6) SetSource(a netip.Addr) { a16 := a.As16(); copy(h[8:24], a16[:]) }
+
+// SetDestination writes the destination address, as SetSource.
+func (h IPv6) SetDestination(a netip.Addr) { a16 := a.As16(); copy(h[24:40], a16[:]) }
+
+// PseudoHeaderChecksum returns PseudoHeaderChecksumIPv6 for h's addresses,
+// with the upper-layer protocol and the upper-layer length in bytes (after
+// the extension headers).
+func (h IPv6) PseudoHeaderChecksum(proto uint8, length uint32) uint16 {
+	return pseudo6(h[8:24], h[24:40], proto, length)
+}
+
+// Encode writes the fixed header f describes into h[:IPv6HeaderLen]. It
+// does not allocate.
+func (h IPv6) Encode(f *IPv6Fields) {
+	_ = h[IPv6HeaderLen-1]
+	binary.BigEndian.PutUint32(h[0:4], IPv6Version<<28|uint32(f.TrafficClass)<<20|f.FlowLabel&0x000fffff)
+	binary.BigEndian.PutUint16(h[4:6], f.PayloadLen)
+	h[6] = f.NextHeader
+	h[7] = f.HopLimit
+	src, dst := f.Source.As16(), f.Destination.As16()
+	copy(h[8:24], src[:])
+	copy(h[24:40], dst[:])
+}
+
+// SkipExtensionHeaders walks the extension headers after the fixed header
+// and returns the upper-layer protocol, the offset of its header from the
+// start of h, and the Fragment header when there is one (nil otherwise). It
+// follows the kernel's ipv6_skip_exthdr: it steps over Hop-by-Hop Options,
+// Routing and Destination Options (length (Hdr Ext Len+1)*8, RFC 8200
+// section 4), Fragment (8 bytes) and Authentication (length (Payload
+// Len+2)*4, RFC 4302) headers, and stops at any other Next Header, returned
+// as proto: a transport protocol, IPProtoNoNext or IPProtoESP (whose
+// payload is opaque).
+//
+// At a Fragment header whose offset is not zero it stops after that header:
+// the rest is the middle of a packet and proto is the fragment's Next Header.
+// A first fragment (offset 0) is walked on.
+//
+// It returns a *ParseError wrapping ErrTruncated when a header runs past
+// the Payload Length, or ErrBadExtensionHeader when a Hop-by-Hop Options
+// header is not the first (RFC 8200 section 4.1). The returned fragment
+// view aliases h. It does not allocate.
+func (h IPv6) SkipExtensionHeaders() (proto uint8, off int, frag IPv6Fragment, err error) {
+	end := IPv6HeaderLen + int(h.PayloadLen())
+	if end > len(h) {
+		return 0, 0, nil, errIPv6Payload
+	}
+	proto, off = h[6], IPv6HeaderLen
+	for {
+		var n int
+		switch proto {
+		case IPProtoHopByHop, IPProtoRouting, IPProtoDstOpts:
+			if proto == IPProtoHopByHop && off != IPv6HeaderLen {
+				return 0, 0, nil, errIPv6HopByHop
+			}
+			if end-off < 2 {
+				return 0, 0, nil, errIPv6ExtShort
+			}
+			n = (int(h[off+1]) + 1) * 8
+		case IPProtoAH:
+			if end-off < 2 {
+				return 0, 0, nil, errIPv6ExtShort
+			}
+			n = (int(h[off+1]) + 2) * 4
+		case IPProtoFragment:
+			if end-off < IPv6FragmentHeaderLen {
+				return 0, 0, nil, errIPv6ExtShort
+			}
+			frag = IPv6Fragment(h[off : off+IPv6FragmentHeaderLen])
+			proto, off = frag.NextHeader(), off+IPv6FragmentHeaderLen
+			if frag.FragmentOffset() != 0 {
+				return proto, off, frag, nil
+			}
+			continue
+		default:
+			return proto, off, frag, nil
+		}
+		if end-off < n {
+			return 0, 0, nil, errIPv6ExtShort
+		}
+		proto, off = h[off], off+n
+	}
+}
+
+// IPv6Fragment is a view of an IPv6 Fragment extension header (RFC 8200
+// section 4.5):
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|  Next Header  |   Reserved    |      Fragment Offset    |Res|M|
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                         Identification                        |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Fragment Offset counts 8-byte units. Its methods assume
+// IPv6FragmentHeaderLen bytes.
+type IPv6Fragment []byte
+
+// NextHeader returns the protocol of the fragmentable part.
+func (h IPv6Fragment) NextHeader() uint8 { return h[0] }
+
+// FragmentOffset returns the offset in bytes (the field times 8).
+func (h IPv6Fragment) FragmentOffset() uint16 { return binary.BigEndian.Uint16(h[2:4]) &^ 7 }
+
+// MoreFragments returns the M flag.
+func (h IPv6Fragment) MoreFragments() bool { return h[3]&1 != 0 }
+
+// ID returns the Identification field.
+func (h IPv6Fragment) ID() uint32 { return binary.BigEndian.Uint32(h[4:8]) }
+
+// IsFragment reports whether h makes its packet a real fragment: offset or M
+// not zero. An "atomic fragment" (both zero, RFC 6946) is a whole packet.
+func (h IPv6Fragment) IsFragment() bool { return binary.BigEndian.Uint16(h[2:4])&^6 != 0 }
