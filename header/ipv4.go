@@ -8,23 +8,23 @@ import (
 // IP protocol numbers (the IPv4 Protocol and IPv6 Next Header field), from
 // the IANA "protocol-numbers" registry; the RFC defining each is named.
 const (
-	IPProtoHopByHop  uint8 = 0   // IPv6 Hop-by-Hop Options, RFC 8200 section 4.3
-	IPProtoICMP      uint8 = 1   // ICMP for IPv4, RFC 792
-	IPProtoIPIP      uint8 = 4   // IPv4 in IPv4, RFC 2003
-	IPProtoTCP       uint8 = 6   // TCP, RFC 9293
-	IPProtoUDP       uint8 = 17  // UDP, RFC 768
-	IPProtoIPv6      uint8 = 41  // IPv6 encapsulation, RFC 2473
-	IPProtoRouting   uint8 = 43  // IPv6 Routing header, RFC 8200 section 4.4
-	IPProtoFragment  uint8 = 44  // IPv6 Fragment header, RFC 8200 section 4.5
-	IPProtoGRE       uint8 = 47  // Generic Routing Encapsulation, RFC 2784
-	IPProtoESP       uint8 = 50  // Encapsulating Security Payload, RFC 4303
-	IPProtoAH        uint8 = 51  // Authentication Header, RFC 4302
-	IPProtoICMPv6    uint8 = 58  // ICMP for IPv6, RFC 4443
-	IPProtoNoNext    uint8 = 59  // IPv6 No Next Header, RFC 8200 section 4.7
-	IPProtoDstOpts   uint8 = 60  // IPv6 Destination Options, RFC 8200 section 4.6
-	IPProtoSCTP      uint8 = 132 // SCTP, RFC 9260
-	IPProtoUDPLite   uint8 = 136 // UDP-Lite, RFC 3828
-	IPProtoReserved  uint8 = 255 // reserved, never on the wire
+	IPProtoHopByHop uint8 = 0   // IPv6 Hop-by-Hop Options, RFC 8200 section 4.3
+	IPProtoICMP     uint8 = 1   // ICMP for IPv4, RFC 792
+	IPProtoIPIP     uint8 = 4   // IPv4 in IPv4, RFC 2003
+	IPProtoTCP      uint8 = 6   // TCP, RFC 9293
+	IPProtoUDP      uint8 = 17  // UDP, RFC 768
+	IPProtoIPv6     uint8 = 41  // IPv6 encapsulation, RFC 2473
+	IPProtoRouting  uint8 = 43  // IPv6 Routing header, RFC 8200 section 4.4
+	IPProtoFragment uint8 = 44  // IPv6 Fragment header, RFC 8200 section 4.5
+	IPProtoGRE      uint8 = 47  // Generic Routing Encapsulation, RFC 2784
+	IPProtoESP      uint8 = 50  // Encapsulating Security Payload, RFC 4303
+	IPProtoAH       uint8 = 51  // Authentication Header, RFC 4302
+	IPProtoICMPv6   uint8 = 58  // ICMP for IPv6, RFC 4443
+	IPProtoNoNext   uint8 = 59  // IPv6 No Next Header, RFC 8200 section 4.7
+	IPProtoDstOpts  uint8 = 60  // IPv6 Destination Options, RFC 8200 section 4.6
+	IPProtoSCTP     uint8 = 132 // SCTP, RFC 9260
+	IPProtoUDPLite  uint8 = 136 // UDP-Lite, RFC 3828
+	IPProtoReserved uint8 = 255 // reserved, never on the wire
 )
 
 // IPv4 constants, RFC 791.

@@ -417,13 +417,13 @@ func ipv6WithExt(first uint8, ext []byte, tlen int) []byte {
 }
 
 func TestSkipExtensionHeaders(t *testing.T) {
-	hbh := []byte{IPProtoDstOpts, 0, 1, 4, 0, 0, 0, 0}                   // 8 bytes, next DstOpts
+	hbh := []byte{IPProtoDstOpts, 0, 1, 4, 0, 0, 0, 0}                          // 8 bytes, next DstOpts
 	dst := []byte{IPProtoRouting, 1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} // 16 bytes, next Routing
-	rt := []byte{IPProtoAH, 0, 0, 0, 0, 0, 0, 0}                          // 8 bytes, next AH
-	ah := []byte{IPProtoFragment, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}       // (1+2)*4 = 12 bytes, next Fragment
-	frag0 := []byte{IPProtoUDP, 0, 0x00, 0x01, 0, 0, 0, 42}               // offset 0, M set
-	fragN := []byte{IPProtoUDP, 0, 0x05, 0xc8, 0, 0, 0, 42}               // offset 1480, M clear
-	atomic := []byte{IPProtoTCP, 0, 0, 0, 0, 0, 0, 1}                     // offset 0, M clear
+	rt := []byte{IPProtoAH, 0, 0, 0, 0, 0, 0, 0}                                // 8 bytes, next AH
+	ah := []byte{IPProtoFragment, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}              // (1+2)*4 = 12 bytes, next Fragment
+	frag0 := []byte{IPProtoUDP, 0, 0x00, 0x01, 0, 0, 0, 42}                     // offset 0, M set
+	fragN := []byte{IPProtoUDP, 0, 0x05, 0xc8, 0, 0, 0, 42}                     // offset 1480, M clear
+	atomic := []byte{IPProtoTCP, 0, 0, 0, 0, 0, 0, 1}                           // offset 0, M clear
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 	tests := []struct {
