@@ -1,0 +1,254 @@
+package header
+
+import "encoding/binary"
+
+// Frame is where ParseFrame or ParsePacket found each header, as offsets in
+// bytes from the start of the slice parsed. The MAC header of a frame is at
+// offset 0 (skb mac_header); ParsePacket's input has none. The zero value
+// describes nothing.
+//
+// A driver sets a buffer's header offsets from it: network header at
+// NetworkOffset, transport header at TransportOffset, protocol EtherType,
+// and trims the buffer to End. Frame holds no reference to the bytes.
+type Frame struct {
+	// NetworkOffset is the offset of the network header (ARP, IPv4, IPv6),
+	// after any VLAN tags: the kernel's skb network_header. It is 0 for
+	// ParsePacket.
+	NetworkOffset int
+
+	// TransportOffset is the offset of the transport header (skb
+	// transport_header): after the IPv4 options or the IPv6 extension
+	// headers. It is 0 when there is none (not IP). In a non-first fragment
+	// it is where the fragment's data starts.
+	TransportOffset int
+
+	// PayloadOffset is the offset of the transport payload, after a UDP,
+	// TCP, ICMPv4 or ICMPv6 header that was parsed and checked. It is 0
+	// when the transport header was not parsed: another protocol, or a
+	// fragment.
+	PayloadOffset int
+
+	// End is the end of the network packet as its length fields give it
+	// (IPv4 Total Length, IPv6 Payload Length, the ARP addresses); bytes
+	// from End on are link padding or trailer. It is the length of the
+	// input for an EtherType ParseFrame does not know. A UDP datagram may
+	// end before End: its own Length field rules (see ParseUDP).
+	End int
+
+	// EtherType is the protocol of the network header, after any VLAN
+	// tags (skb protocol). ParsePacket sets EtherTypeIPv4 or
+	// EtherTypeIPv6 from the version.
+	EtherType uint16
+
+	// VLANProto is the EtherType that announced the outermost VLAN tag
+	// (EtherTypeVLAN or EtherTypeQinQ; skb vlan_proto), 0 when untagged.
+	VLANProto uint16
+
+	// VLANTCI is the Tag Control Information of the outermost VLAN tag
+	// (skb vlan_tci). Inner tags are skipped.
+	VLANTCI uint16
+
+	// Protocol is the transport protocol (IPv4 Protocol, or the last IPv6
+	// Next Header after the extension headers), valid when TransportOffset
+	// is not 0.
+	Protocol uint8
+
+	// Fragment reports an IPv4 or IPv6 fragment (not an atomic fragment).
+	// Its transport header is neither parsed nor checked; reassembly
+	// comes first.
+	Fragment bool
+}
+
+// ParseFrame parses an Ethernet II frame (no frame check sequence) down to
+// its transport header and returns the offsets of each header. It reads the
+// Ethernet header, any number of 802.1Q/802.1ad VLAN tags, then for IPv4,
+// IPv6 and ARP the network header, checked as ParseIPv4, ParseIPv6 (with
+// SkipExtensionHeaders) and ParseARP do, and, unless the packet is a
+// fragment, a UDP, TCP, ICMPv4 (over IPv4) or ICMPv6 (over IPv6) header,
+// checked as ParseUDP, ParseTCP, ParseICMPv4 and ParseICMPv6 do. It stops
+// without error at an EtherType or transport protocol it does not know.
+//
+// Every length is checked against the bytes present; on bad input it
+// returns the Frame as far as it got and the *ParseError of the failing
+// layer. It does not verify checksums (see Frame.VerifyChecksum). It does
+// not keep b and does not allocate.
+func ParseFrame(b []byte) (Frame, error) {
+	var f Frame
+	if len(b) < EthernetHeaderLen {
+		return f, errEthernetShort
+	}
+	et := binary.BigEndian.Uint16(b[12:14])
+	off := EthernetHeaderLen
+	for et == EtherTypeVLAN || et == EtherTypeQinQ {
+		if len(b)-off < VLANTagLen {
+			return f, errVLANShort
+		}
+		if f.VLANProto == 0 {
+			f.VLANProto, f.VLANTCI = et, binary.BigEndian.Uint16(b[off:off+2])
+		}
+		et = binary.BigEndian.Uint16(b[off+2 : off+4])
+		off += VLANTagLen
+	}
+	f.EtherType, f.NetworkOffset, f.End = et, off, len(b)
+	switch et {
+	case EtherTypeIPv4:
+		return f, parseIPv4At(b, &f)
+	case EtherTypeIPv6:
+		return f, parseIPv6At(b, &f)
+	case EtherTypeARP:
+		a, err := ParseARP(b[off:])
+		if err != nil {
+			return f, err
+		}
+		f.End = off + len(a)
+	}
+	return f, nil
+}
+
+// ParsePacket is ParseFrame for a bare IP packet, as a TUN device without
+// IFF_TAP delivers it: the version nibble chooses IPv4 or IPv6, and the
+// network header is at offset 0. It returns a *ParseError wrapping
+// ErrTruncated for an empty b and ErrBadVersion for a version other than 4
+// or 6. It does not keep b and does not allocate.
+func ParsePacket(b []byte) (Frame, error) {
+	var f Frame
+	if len(b) == 0 {
+		return f, errPacketEmpty
+	}
+	f.End = len(b)
+	switch b[0] >> 4 {
+	case IPv4Version:
+		f.EtherType = EtherTypeIPv4
+		return f, parseIPv4At(b, &f)
+	case IPv6Version:
+		f.EtherType = EtherTypeIPv6
+		return f, parseIPv6At(b, &f)
+	}
+	return f, errPacketVersion
+}
+
+func parseIPv4At(b []byte, f *Frame) error {
+	ip, err := ParseIPv4(b[f.NetworkOffset:])
+	if err != nil {
+		return err
+	}
+	f.End = f.NetworkOffset + len(ip)
+	f.TransportOffset = f.NetworkOffset + ip.HeaderLen()
+	f.Protocol = ip.Protocol()
+	if ip.IsFragment() {
+		f.Fragment = true
+		return nil
+	}
+	return parseTransport(b[f.TransportOffset:f.End], f, false)
+}
+
+func parseIPv6At(b []byte, f *Frame) error {
+	ip, err := ParseIPv6(b[f.NetworkOffset:])
+	if err != nil {
+		return err
+	}
+	f.End = f.NetworkOffset + len(ip)
+	proto, off, frag, err := ip.SkipExtensionHeaders()
+	if err != nil {
+		return err
+	}
+	f.TransportOffset = f.NetworkOffset + off
+	f.Protocol = proto
+	if frag != nil && frag.IsFragment() {
+		f.Fragment = true
+		return nil
+	}
+	return parseTransport(b[f.TransportOffset:f.End], f, true)
+}
+
+func parseTransport(seg []byte, f *Frame, v6 bool) error {
+	var n int
+	switch {
+	case f.Protocol == IPProtoUDP:
+		if _, err := ParseUDP(seg); err != nil {
+			return err
+		}
+		n = UDPHeaderLen
+	case f.Protocol == IPProtoTCP:
+		t, err := ParseTCP(seg)
+		if err != nil {
+			return err
+		}
+		n = t.HeaderLen()
+	case f.Protocol == IPProtoICMP && !v6:
+		if _, err := ParseICMPv4(seg); err != nil {
+			return err
+		}
+		n = ICMPv4HeaderLen
+	case f.Protocol == IPProtoICMPv6 && v6:
+		if _, err := ParseICMPv6(seg); err != nil {
+			return err
+		}
+		n = ICMPv6HeaderLen
+	default:
+		return nil
+	}
+	f.PayloadOffset = f.TransportOffset + n
+	return nil
+}
+
+// VerifyChecksum checks the checksums of the frame or packet f was parsed
+// from, which must be b unchanged: the IPv4 header checksum, and, when the
+// transport header was parsed (PayloadOffset not 0), the UDP, TCP, ICMPv4 or
+// ICMPv6 checksum with its pseudo-header. A UDP checksum of 0 means "none"
+// over IPv4 and passes; over IPv6 it fails (RFC 8200 section 8.1). It
+// returns nil or a *ParseError wrapping ErrBadChecksum naming the layer.
+// It is the software equivalent of a device's CHECKSUM_UNNECESSARY. It
+// does not allocate.
+func (f *Frame) VerifyChecksum(b []byte) error {
+	var pseudoAddrs uint16 // sum of both addresses
+	switch f.EtherType {
+	case EtherTypeIPv4:
+		ip := IPv4(b[f.NetworkOffset:f.End])
+		if !ip.ChecksumValid() {
+			return errIPv4Checksum
+		}
+		pseudoAddrs = pseudo4(ip[12:16], ip[16:20], 0, 0)
+	case EtherTypeIPv6:
+		ip := IPv6(b[f.NetworkOffset:f.End])
+		pseudoAddrs = pseudo6(ip[8:24], ip[24:40], 0, 0)
+	default:
+		return nil
+	}
+	if f.PayloadOffset == 0 {
+		return nil
+	}
+	seg := b[f.TransportOffset:f.End]
+	v6 := f.EtherType == EtherTypeIPv6
+	// The rest of the pseudo-header: protocol and length, each a 16-bit
+	// word or two in the sum.
+	pseudo := func(n int) uint16 {
+		return ChecksumFold(uint64(pseudoAddrs) + uint64(f.Protocol) + uint64(n))
+	}
+	switch f.Protocol {
+	case IPProtoUDP:
+		u := UDP(seg)
+		if u.Checksum() == 0 {
+			if v6 {
+				return errUDPChecksum
+			}
+			return nil
+		}
+		if !u.ChecksumValid(pseudo(int(u.Length()))) {
+			return errUDPChecksum
+		}
+	case IPProtoTCP:
+		if !TCP(seg).ChecksumValid(pseudo(len(seg))) {
+			return errTCPChecksum
+		}
+	case IPProtoICMP:
+		if !ICMPv4(seg).ChecksumValid() {
+			return errICMPv4Checksum
+		}
+	case IPProtoICMPv6:
+		if !ICMPv6(seg).ChecksumValid(pseudo(len(seg))) {
+			return errICMPv6Checksum
+		}
+	}
+	return nil
+}
