@@ -1,0 +1,398 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skbdev/skb/lab"
+	"github.com/spf13/cobra"
+)
+
+// labDefaultName is the lab that up, down, exec and threaded act on without --name.
+const labDefaultName = "skb"
+
+// labKillAfter is how long `lab exec` waits for the command to exit after
+// passing it a signal before it kills it and removes a temporary lab.
+const labKillAfter = 5 * time.Second
+
+func init() {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Two hosts on one machine: network namespaces A (198.18.0.1) and B (198.18.0.2) joined by veth",
+		Long: `lab makes, uses and removes a two-host testbed: network namespaces <name>A and
+<name>B joined by the veth pair <name>A0 <-> <name>B0, with 198.18.0.1/24 and
+198.18.0.2/24 (RFC 2544 benchmarking range), fixed MACs and permanent neighbour
+entries. The default name is "` + labDefaultName + `". It needs root (or CAP_SYS_ADMIN and
+CAP_NET_ADMIN), iproute2's ip for exec, and ethtool for --gro, --tso, --txcsum
+and --threaded.`,
+	}
+	cmd.AddCommand(labUpCmd(), labDownCmd(), labExecCmd(), labThreadedCmd(), labListCmd())
+	rootCmd.AddCommand(cmd)
+}
+
+// labToggleFlag adapts a lab.Toggle to a flag that shows no default.
+type labToggleFlag struct{ t *lab.Toggle }
+
+func (f labToggleFlag) String() string {
+	if f.t == nil || *f.t == lab.Default {
+		return ""
+	}
+	return f.t.String()
+}
+func (f labToggleFlag) Set(s string) error {
+	t, err := lab.ParseToggle(s)
+	if err != nil || t == lab.Default {
+		return fmt.Errorf("want on or off, not %q", s)
+	}
+	*f.t = t
+	return nil
+}
+func (f labToggleFlag) Type() string { return "on|off" }
+
+// labOptionFlags are the flags that shape a new lab, for up and exec --temp.
+var labOptionFlags = []string{"mtu", "gro", "tso", "txcsum", "threaded", "queues", "ipv6"}
+
+func addLabOptionFlags(cmd *cobra.Command, o *lab.Options) {
+	fs := cmd.Flags()
+	fs.IntVar(&o.MTU, "mtu", 0, "MTU of both veth ends in bytes (default: the kernel's, 1500)")
+	fs.Var(labToggleFlag{&o.GRO}, "gro", "generic receive offload on both veth ends (needs ethtool)")
+	fs.Var(labToggleFlag{&o.TSO}, "tso", "TCP segmentation offload on both veth ends (needs ethtool)")
+	fs.Var(labToggleFlag{&o.TxChecksum}, "txcsum", "transmit checksumming on both veth ends (needs ethtool)")
+	fs.BoolVar(&o.Threaded, "threaded", false, "threaded NAPI on side B's veth; turns GRO on there unless --gro off")
+	fs.IntVar(&o.Queues, "queues", 0, "receive and transmit queues of each veth end (default 1)")
+	fs.BoolVar(&o.IPv6, "ipv6", false, "keep IPv6 and add 2001:2::1/64 and 2001:2::2/64")
+}
+
+func labUpCmd() *cobra.Command {
+	var o lab.Options
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "up [--name N] [--mtu N] [--gro on|off] [--tso on|off] [--txcsum on|off] [--threaded] [--json]",
+		Short: "Make a lab that stays until `skb lab down`, and print its names and addresses",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Persist = true
+			l, err := lab.New(o)
+			if err != nil {
+				return err
+			}
+			defer l.Release()
+			if asJSON {
+				return labPrintJSON(cmd.OutOrStdout(), l)
+			}
+			labPrint(cmd.OutOrStdout(), l)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.Name, "name", labDefaultName, "lab name: namespaces NAME+A and NAME+B, veth NAME+A0 and NAME+B0")
+	addLabOptionFlags(cmd, &o)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the lab as one JSON object")
+	return cmd
+}
+
+type labHostJSON struct {
+	Namespace string `json:"namespace"`
+	Ifname    string `json:"ifname"`
+	Ifindex   int    `json:"ifindex"`
+	MAC       string `json:"mac"`
+	MTU       int    `json:"mtu"`
+	Addr      string `json:"addr"`
+	Prefix    string `json:"prefix"`
+	Addr6     string `json:"addr6,omitempty"`
+	Prefix6   string `json:"prefix6,omitempty"`
+}
+
+type labJSON struct {
+	Name    string      `json:"name"`
+	Options lab.Options `json:"options"`
+	A       labHostJSON `json:"a"`
+	B       labHostJSON `json:"b"`
+}
+
+func labHostOf(h *lab.Host) labHostJSON {
+	j := labHostJSON{Namespace: h.NSName, Ifname: h.Ifname, Ifindex: h.Ifindex, MAC: h.MAC.String(),
+		MTU: h.MTU, Addr: h.Addr.String(), Prefix: h.Prefix.String()}
+	if h.Addr6.IsValid() {
+		j.Addr6, j.Prefix6 = h.Addr6.String(), h.Prefix6.String()
+	}
+	return j
+}
+
+func labPrintJSON(w io.Writer, l *lab.Lab) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(labJSON{Name: l.Name, Options: l.Options, A: labHostOf(&l.A), B: labHostOf(&l.B)})
+}
+
+func labPrint(w io.Writer, l *lab.Lab) {
+	fmt.Fprintf(w, "lab %s: stays until `skb lab down --name %s`\n", l.Name, l.Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "side\tnamespace\tinterface\tifindex\tmac\tmtu\taddress")
+	for _, s := range []struct {
+		side string
+		h    *lab.Host
+	}{{"a", &l.A}, {"b", &l.B}} {
+		h := s.h
+		addr := fmt.Sprintf("%v/%d", h.Addr, h.Prefix.Bits())
+		if h.Addr6.IsValid() {
+			addr += fmt.Sprintf(" %v/%d", h.Addr6, h.Prefix6.Bits())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%d\t%s\n", s.side, h.NSName, h.Ifname, h.Ifindex, h.MAC, h.MTU, addr)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "run a command in a side: skb lab exec a --name %s -- CMD (or ip netns exec %s CMD)\n", l.Name, l.A.NSName)
+}
+
+func labDownCmd() *cobra.Command {
+	var name string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "down [--name N | --all]",
+		Short: "Remove a lab; --all removes every lab made by `up` and every one whose process is gone",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if all && cmd.Flags().Changed("name") {
+				return errors.New("lab down: give --name or --all, not both")
+			}
+			if !all {
+				if err := lab.Remove(name); err != nil {
+					if errors.Is(err, lab.ErrNotFound) {
+						return fmt.Errorf("lab down: no lab named %q (see `skb lab list`)", name)
+					}
+					return err
+				}
+				fmt.Fprintf(out, "removed lab %s\n", name)
+				return nil
+			}
+			infos, err := lab.List()
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, i := range infos {
+				if !i.Persist && i.Alive {
+					fmt.Fprintf(out, "kept lab %s: in use by pid %d (remove it with --name %s)\n", i.Name, i.PID, i.Name)
+					continue
+				}
+				if err := lab.Remove(i.Name); err != nil && !errors.Is(err, lab.ErrNotFound) {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(out, "removed lab %s\n", i.Name)
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", labDefaultName, "the lab to remove")
+	cmd.Flags().BoolVar(&all, "all", false, "remove all labs made by `up` and all whose process is gone")
+	return cmd
+}
+
+func labListCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "List the recorded labs and whether each is persistent, in use or stale",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			infos, err := lab.List()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if infos == nil {
+					infos = []lab.Info{}
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(infos)
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "name\tstate\tpid\tnamespaces\tcreated")
+			for _, i := range infos {
+				state := "in use"
+				switch {
+				case i.Persist:
+					state = "persistent"
+				case !i.Alive:
+					state = "stale"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s %s\t%s\n", i.Name, state, i.PID, i.NSA, i.NSB, i.Created.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+func labThreadedCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "threaded on|off [--name N]",
+		Short: "Turn threaded NAPI on side B's veth on or off",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("lab threaded: want on or off, not %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := lab.ParseToggle(args[0])
+			if err != nil || t == lab.Default {
+				return fmt.Errorf("lab threaded: want on or off, not %q", args[0])
+			}
+			l, err := lab.Open(name)
+			if err != nil {
+				return labOpenErr(name, err)
+			}
+			defer l.Release()
+			if err := l.SetThreaded(t == lab.On); err != nil {
+				return err
+			}
+			on, err := l.B.Threaded()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "threaded NAPI on %s in %s: %v\n", l.B.Ifname, l.B.NSName, lab.ToggleOf(on))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", labDefaultName, "the lab")
+	return cmd
+}
+
+func labOpenErr(name string, err error) error {
+	if errors.Is(err, lab.ErrNotFound) {
+		return fmt.Errorf("no lab named %q: make one with `skb lab up --name %s`", name, name)
+	}
+	return err
+}
+
+func labExecCmd() *cobra.Command {
+	var o lab.Options
+	var temp bool
+	cmd := &cobra.Command{
+		Use:   "exec a|b [--name N | --temp [lab flags]] -- CMD [ARGS...]",
+		Short: "Run a command inside side A's or B's namespace of a lab, or of a temporary one with --temp",
+		Long: `exec runs CMD inside the namespace of side a or b (through ip netns exec) and
+exits with its status. With --temp it makes a lab first (taking the lab flags of
+up) and removes it when CMD ends, also when skb gets SIGINT, SIGTERM or SIGHUP:
+the signal is passed to CMD, which gets ` + labKillAfter.String() + ` to exit before it is killed.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case len(args) == 0 || dash == 0:
+				return errors.New("lab exec: want a side, a or b, before --")
+			case args[0] != "a" && args[0] != "b":
+				return fmt.Errorf("lab exec: side must be a or b, not %q", args[0])
+			case dash > 1:
+				return fmt.Errorf("lab exec: unexpected %q before --", args[1])
+			case len(args) < 2:
+				return errors.New("lab exec: want a command after --")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !temp {
+				for _, f := range labOptionFlags {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("lab exec: --%s needs --temp (an existing lab keeps its options)", f)
+					}
+				}
+			}
+			// With --temp and no --name, New generates a name, so that
+			// temporary labs never collide.
+			if !temp && o.Name == "" {
+				o.Name = labDefaultName
+			}
+			code, err := labExec(args[0], o, temp, args[1:])
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				os.Exit(code)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.Name, "name", "", "the lab (default \""+labDefaultName+"\"; with --temp, the temporary lab's name, generated if not given)")
+	cmd.Flags().BoolVar(&temp, "temp", false, "make a temporary lab for the command and remove it afterwards")
+	addLabOptionFlags(cmd, &o)
+	return cmd
+}
+
+// labExec runs argv in side's namespace and returns its exit code: the
+// command's own, or 128+signal when a signal ended it.
+func labExec(side string, o lab.Options, temp bool, argv []string) (code int, err error) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	var l *lab.Lab
+	if temp {
+		if l, err = lab.New(o); err != nil {
+			return 1, err
+		}
+		defer func() {
+			if cerr := l.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+	} else {
+		if l, err = lab.Open(o.Name); err != nil {
+			return 1, labOpenErr(o.Name, err)
+		}
+		defer l.Release()
+	}
+	select {
+	case s := <-sigs: // arrived while the lab was being made
+		return 128 + int(s.(syscall.Signal)), nil
+	default:
+	}
+	h := &l.A
+	if side == "b" {
+		h = &l.B
+	}
+	c := h.Cmd(argv[0], argv[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := c.Start(); err != nil {
+		return 1, fmt.Errorf("lab exec: start %s in %s: %w", argv[0], h.NSName, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	var kill *time.Timer
+	for {
+		select {
+		case s := <-sigs:
+			c.Process.Signal(s)
+			if kill == nil {
+				kill = time.AfterFunc(labKillAfter, func() { c.Process.Kill() })
+			}
+		case werr := <-done:
+			if kill != nil {
+				kill.Stop()
+			}
+			var ee *exec.ExitError
+			if werr != nil && !errors.As(werr, &ee) {
+				return 1, fmt.Errorf("lab exec: %s: %w", strings.Join(argv, " "), werr)
+			}
+			ws, _ := c.ProcessState.Sys().(syscall.WaitStatus)
+			if ws.Signaled() {
+				return 128 + int(ws.Signal()), nil
+			}
+			return c.ProcessState.ExitCode(), nil
+		}
+	}
+}

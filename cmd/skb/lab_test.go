@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/lab"
+	"github.com/skbdev/skb/lab/labtest"
+)
+
+// skbBin builds the skb command once per test binary.
+var skbBin string
+
+func buildSkb(t *testing.T) string {
+	t.Helper()
+	if skbBin != "" {
+		return skbBin
+	}
+	dir, err := os.MkdirTemp("", "skbcli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "skb")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	skbBin = bin
+	return bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if skbBin != "" {
+		os.RemoveAll(filepath.Dir(skbBin))
+	}
+	os.Exit(code)
+}
+
+// skb runs the built command and returns stdout, stderr and the exit code.
+func skb(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(buildSkb(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("skb %v: %v", args, err)
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+func mustSkb(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := skb(t, args...)
+	if code != 0 {
+		t.Fatalf("skb %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+func netnsNames(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func labGone(t *testing.T, name string) {
+	t.Helper()
+	for _, ns := range []string{name + "A", name + "B"} {
+		if _, err := os.Stat("/run/netns/" + ns); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("namespace %s left behind", ns)
+		}
+	}
+	if _, err := lab.Open(name); !errors.Is(err, lab.ErrNotFound) {
+		t.Errorf("lab %s still recorded: %v", name, err)
+	}
+}
+
+func testLabName(prefix string) string { return fmt.Sprintf("%s%d", prefix, os.Getpid()%100000) }
+
+func TestLabUpExecDown(t *testing.T) {
+	labtest.RequireRoot(t)
+	name := testLabName("skbc")
+	t.Cleanup(func() { lab.Remove(name) })
+
+	var j labJSON
+	out := mustSkb(t, "lab", "up", "--name", name, "--mtu", "9000", "--json")
+	if err := json.Unmarshal([]byte(out), &j); err != nil {
+		t.Fatalf("up --json: %v\n%s", err, out)
+	}
+	if j.Name != name || j.A.Namespace != name+"A" || j.B.Ifname != name+"B0" || j.A.Addr != "198.18.0.1" ||
+		j.B.Addr != "198.18.0.2" || j.A.Prefix != "198.18.0.0/24" || j.A.MTU != 9000 || j.B.MAC != lab.MACB.String() || j.A.Ifindex == 0 {
+		t.Errorf("up --json = %+v", j)
+	}
+	if ns := netnsNames(t); !strings.Contains(ns, name+"A") || !strings.Contains(ns, name+"B") {
+		t.Fatalf("ip netns list after up: %s", ns)
+	}
+	if _, errOut, code := skb(t, "lab", "up", "--name", name); code == 0 || !strings.Contains(errOut, "exists") {
+		t.Errorf("second up: exit %d, %s", code, errOut)
+	}
+
+	var infos []lab.Info
+	if err := json.Unmarshal([]byte(mustSkb(t, "lab", "list", "--json")), &infos); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, i := range infos {
+		found = found || (i.Name == name && i.Persist && !i.Stale())
+	}
+	if !found {
+		t.Errorf("list lacks persistent %s: %+v", name, infos)
+	}
+
+	out = mustSkb(t, "lab", "exec", "a", "--name", name, "--", "cat", "/sys/class/net/"+name+"A0/address")
+	if strings.TrimSpace(out) != lab.MACA.String() {
+		t.Errorf("exec a cat address = %q", out)
+	}
+	out = mustSkb(t, "lab", "exec", "b", "--name", name, "--", "ip", "-o", "-4", "addr", "show", "dev", name+"B0")
+	if !strings.Contains(out, "198.18.0.2/24") {
+		t.Errorf("exec b ip addr = %q", out)
+	}
+	if _, _, code := skb(t, "lab", "exec", "b", "--name", name, "--", "sh", "-c", "exit 3"); code != 3 {
+		t.Errorf("exec of a command exiting 3 exited %d", code)
+	}
+	// GRO is off by default on veth: no NAPI to thread.
+	if _, errOut, code := skb(t, "lab", "threaded", "on", "--name", name); code == 0 || !strings.Contains(errOut, "NAPI") {
+		t.Errorf("threaded on without GRO: exit %d, %s", code, errOut)
+	}
+
+	out = mustSkb(t, "lab", "down", "--name", name)
+	if !strings.Contains(out, "removed lab "+name) {
+		t.Errorf("down: %q", out)
+	}
+	labGone(t, name)
+	if _, errOut, code := skb(t, "lab", "down", "--name", name); code == 0 || !strings.Contains(errOut, "no lab named") {
+		t.Errorf("down twice: exit %d, %s", code, errOut)
+	}
+}
+
+func TestLabThreaded(t *testing.T) {
+	labtest.RequireRoot(t)
+	labtest.RequireTool(t, "ethtool", "ethtool")
+	name := testLabName("skbd")
+	t.Cleanup(func() { lab.Remove(name) })
+	out := mustSkb(t, "lab", "up", "--name", name, "--threaded", "--tso", "off")
+	if !strings.Contains(out, name+"A0") || !strings.Contains(out, "198.18.0.2/24") {
+		t.Errorf("up output:\n%s", out)
+	}
+	l, err := lab.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if on, err := l.B.Threaded(); err != nil || !on {
+		t.Errorf("after up --threaded: %v, %v", on, err)
+	}
+	if f, err := l.A.Features(); err != nil || f.TSO {
+		t.Errorf("after --tso off: %+v, %v", f, err)
+	}
+	for _, w := range []string{"off", "on"} {
+		if out := mustSkb(t, "lab", "threaded", w, "--name", name); !strings.HasSuffix(strings.TrimSpace(out), ": "+w) {
+			t.Errorf("threaded %s: %q", w, out)
+		}
+		if on, err := l.B.Threaded(); err != nil || on != (w == "on") {
+			t.Errorf("threaded %s read back %v, %v", w, on, err)
+		}
+	}
+	mustSkb(t, "lab", "down", "--name", name)
+	labGone(t, name)
+}
+
+func TestLabExecTemp(t *testing.T) {
+	labtest.RequireRoot(t)
+	before, _ := lab.List()
+	out := mustSkb(t, "lab", "exec", "--temp", "--mtu", "2000", "a", "--", "ip", "-o", "-4", "link", "show")
+	if !strings.Contains(out, "mtu 2000") {
+		t.Errorf("exec --temp --mtu 2000: %q", out)
+	}
+	if after, _ := lab.List(); len(after) != len(before) {
+		t.Errorf("labs before %v, after %v", before, after)
+	}
+}
+
+// TestLabExecSignal sends SIGTERM to `skb lab exec --temp` while its command
+// runs: the command gets the signal and the temporary lab is removed.
+func TestLabExecSignal(t *testing.T) {
+	labtest.RequireRoot(t)
+	name := testLabName("skbe")
+	t.Cleanup(func() { lab.Remove(name) })
+	cmd := exec.Command(buildSkb(t), "lab", "exec", "--temp", "--name", name, "b", "--", "sleep", "20")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Wait until sleep runs inside B.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _ := exec.Command("ip", "netns", "pids", name+"B").Output()
+		if len(bytes.TrimSpace(out)) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep never ran in %sB; stderr: %s", name, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("skb lab exec did not exit after SIGTERM")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit code %d, want %d; stderr: %s", code, 128+int(syscall.SIGTERM), stderr.String())
+	}
+	labGone(t, name)
+}
+
+func TestLabBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"lab", "up", "--gro", "maybe"},
+		{"lab", "up", "--mtu", "big"},
+		{"lab", "up", "--name", "no/good"},
+		{"lab", "up", "extra"},
+		{"lab", "exec", "c", "--", "true"},
+		{"lab", "exec", "a"},
+		{"lab", "exec", "a", "b", "--", "true"},
+		{"lab", "exec", "a", "--mtu", "9000", "--", "true"},
+		{"lab", "down", "--name", "x", "--all"},
+		{"lab", "threaded", "maybe"},
+		{"lab", "threaded"},
+		{"lab", "up", "--bogus"},
+	} {
+		t.Run(strings.Join(args[1:], "_"), func(t *testing.T) {
+			out, errOut, code := skb(t, args...)
+			lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
+			if code == 0 || len(lines) != 1 || !strings.HasPrefix(lines[0], "skb: ") || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q: want a non-zero exit and one line", code, out, errOut)
+			}
+		})
+	}
+}
+
+// TestLabDownAll checks that down --all removes persistent labs and keeps the
+// labs of running processes. It would remove anyone's persistent labs, so it
+// runs only when no lab but its own is recorded.
+func TestLabDownAll(t *testing.T) {
+	labtest.RequireRoot(t)
+	if infos, _ := lab.List(); len(infos) > 0 {
+		t.Skipf("other labs are recorded (%s...), and down --all would remove them", infos[0].Name)
+	}
+	name := testLabName("skbf")
+	t.Cleanup(func() { lab.Remove(name) })
+	mustSkb(t, "lab", "up", "--name", name)
+	live := labtest.New(t, lab.Options{})
+	out := mustSkb(t, "lab", "down", "--all")
+	if !strings.Contains(out, "removed lab "+name) || !strings.Contains(out, "kept lab "+live.Name+": in use by pid") {
+		t.Errorf("down --all:\n%s", out)
+	}
+	labGone(t, name)
+	if err := live.A.Do(func() error { return nil }); err != nil {
+		t.Errorf("live lab after down --all: %v", err)
+	}
+	if _, err := os.Stat("/run/netns/" + live.A.NSName); err != nil {
+		t.Errorf("live lab removed: %v", err)
+	}
+}
