@@ -1,0 +1,375 @@
+package pool
+
+import (
+	"sync/atomic"
+
+	"github.com/skbdev/skb/skb"
+)
+
+// counters are the allocation counters of one class in one Cache, written
+// by the cache's goroutine only.
+type counters struct {
+	allocs counter
+	frees  counter
+	misses counter
+}
+
+// cacheClass is a Cache's stack of free blocks of one class. Each block sits
+// with a free header attached (skb.Buff.Attach), so that the common
+// allocation pops one pointer and the common free pushes one.
+type cacheClass struct {
+	free      []*skb.Buff
+	blockSize int
+	st        counters
+}
+
+// fragState is a Cache's page-frag allocator state: the current page, on which
+// the cache holds one reference, and the offset of its first free byte.
+type fragState struct {
+	page *skb.Page
+	off  int
+}
+
+// Cache is a per-worker front end to a Pool: a stack of free blocks per size
+// class (each paired with a header) and a stack of spare headers (for clones),
+// refilled from and drained to the pool's depots in bulk (half a stack, one
+// lock per move). It implements skb.Allocator.
+//
+// A Cache belongs to one goroutine: it is not safe for concurrent use. Buffers
+// allocated from one Cache may be freed into another (that is how workers pass
+// packets to each other); blocks then flow back through the depot.
+type Cache struct {
+	p        *Pool
+	headroom int
+	size     int
+	debug    bool
+	ncls     int
+	cls      [maxClasses]cacheClass
+	hdrs     []*skb.Buff
+	hdrSt    counters
+	frag     fragState
+	closed   bool
+}
+
+// Pool returns the pool c draws from.
+func (c *Cache) Pool() *Pool { return c.p }
+
+// Headroom returns the headroom Alloc reserves, in bytes.
+func (c *Cache) Headroom() int { return c.headroom }
+
+// class returns the index of the smallest class of at least n bytes, or ncls.
+func (c *Cache) class(n uint) int {
+	i := 0
+	for i < c.ncls && n > uint(c.cls[i].blockSize) {
+		i++
+	}
+	return i
+}
+
+// Alloc returns an empty buffer with the pool's headroom and at least size
+// bytes of tailroom, from the smallest class that fits. Packet data is not
+// zeroed; metadata is cleared in one store (seed 003). The caller owns the
+// returned buffer and must Free it or pass it on to a function that takes
+// ownership. It returns ErrTooBig when no class fits and ErrExhausted when a
+// bounded class is empty; it never blocks.
+func (c *Cache) Alloc(size int) (*skb.Buff, error) {
+	i := c.class(uint(size) + uint(c.headroom))
+	if i == c.ncls || size < 0 {
+		return nil, ErrTooBig
+	}
+	cc := &c.cls[i]
+	if len(cc.free) == 0 {
+		if err := c.refill(i); err != nil {
+			return nil, err
+		}
+	}
+	n := len(cc.free) - 1
+	b := cc.free[n]
+	cc.free = cc.free[:n]
+	b.Reuse(c.headroom)
+	cc.st.allocs.inc()
+	c.hdrSt.allocs.inc()
+	if c.debug {
+		c.p.dbg.alloc(b, 2)
+	}
+	return b, nil
+}
+
+// AllocN fills bs with new buffers as Alloc(size) would, moving blocks from
+// the depot in bulk when the cache runs short. It returns how many it
+// allocated: len(bs), or fewer with ErrExhausted (or 0 with ErrTooBig). The
+// caller owns the buffers in bs[:n].
+func (c *Cache) AllocN(bs []*skb.Buff, size int) (int, error) {
+	i := c.class(uint(size) + uint(c.headroom))
+	if i == c.ncls || size < 0 {
+		return 0, ErrTooBig
+	}
+	cc := &c.cls[i]
+	for k := range bs {
+		if len(cc.free) == 0 {
+			if err := c.refill(i); err != nil {
+				return k, err
+			}
+		}
+		n := len(cc.free) - 1
+		b := cc.free[n]
+		cc.free = cc.free[:n]
+		b.Reuse(c.headroom)
+		cc.st.allocs.inc()
+		c.hdrSt.allocs.inc()
+		if c.debug {
+			c.p.dbg.alloc(b, 2)
+		}
+		bs[k] = b
+	}
+	return len(bs), nil
+}
+
+// Free frees b into this cache (kfree_skb): the header always, the data block
+// when b held its last reference. Free takes ownership of b; b may have been
+// allocated from any Cache of the same pool (buffers of another pool go back
+// to that pool). It panics on a double free.
+func (c *Cache) Free(b *skb.Buff) {
+	s := b.Release(c)
+	if s == nil {
+		// Another buffer still shares the data: only the header comes back.
+		if b.Home() != c.p || c.debug || len(c.hdrs) == cap(c.hdrs) {
+			c.RecycleBuff(b)
+			return
+		}
+		c.hdrs = append(c.hdrs, b)
+		c.hdrSt.frees.inc()
+		return
+	}
+	if b.Home() != c.p || s.Home() != c.p || c.debug {
+		c.RecycleShared(s)
+		c.RecycleBuff(b)
+		return
+	}
+	// The header goes back with the block it last held: the next Alloc of
+	// this class gets both with one pop.
+	cc := &c.cls[s.Class()]
+	if len(cc.free) == cap(cc.free) {
+		c.drain(s.Class())
+	}
+	cc.free = append(cc.free, b)
+	cc.st.frees.inc()
+	c.hdrSt.frees.inc()
+}
+
+// FreeN frees every buffer in bs as Free does and clears bs. FreeN takes
+// ownership of the buffers.
+func (c *Cache) FreeN(bs []*skb.Buff) {
+	for i, b := range bs {
+		c.Free(b)
+		bs[i] = nil
+	}
+}
+
+// Clone returns a new buffer sharing b's data (skb.Buff.Clone, skb_clone),
+// taking the header from this cache without going through the skb.Allocator
+// interface: the fast path for sending one buffer many times. The caller keeps
+// ownership of b, owns the returned buffer and must Free it or pass it on to a
+// function that takes ownership. It does not fail.
+func (c *Cache) Clone(b *skb.Buff) *skb.Buff {
+	if len(c.hdrs) == 0 {
+		c.hdrs = c.p.hdrs.take(c.hdrs, c.size/2)
+		c.hdrSt.misses.inc()
+	}
+	n := len(c.hdrs) - 1
+	h := c.hdrs[n]
+	c.hdrs = c.hdrs[:n]
+	b.CloneInto(h)
+	c.hdrSt.allocs.inc()
+	if c.debug {
+		c.p.dbg.alloc(h, 2)
+	}
+	return h
+}
+
+// AllocBuff returns an unused header (skb.Allocator), for Clone. The caller
+// owns it and must build or clone into it, or recycle it.
+func (c *Cache) AllocBuff() (*skb.Buff, error) {
+	b := c.popHdr()
+	c.hdrSt.allocs.inc()
+	if c.debug {
+		c.p.dbg.alloc(b, 2)
+	}
+	return b, nil
+}
+
+// AllocShared returns a reset data block of at least size bytes
+// (skb.Allocator). The caller owns it and must build a buffer on it or recycle
+// it. It returns ErrTooBig or ErrExhausted.
+func (c *Cache) AllocShared(size int) (*skb.Shared, error) {
+	i := c.class(uint(size))
+	if i == c.ncls || size < 0 {
+		return nil, ErrTooBig
+	}
+	cc := &c.cls[i]
+	if len(cc.free) == 0 {
+		if err := c.refill(i); err != nil {
+			return nil, err
+		}
+	}
+	n := len(cc.free) - 1
+	h := cc.free[n]
+	cc.free = cc.free[:n]
+	s := h.Detach()
+	c.pushHdr(h)
+	s.Reset()
+	cc.st.allocs.inc()
+	return s, nil
+}
+
+// RecycleShared takes back a data block whose last reference was dropped
+// (skb.Recycler); blocks of another pool go to that pool.
+func (c *Cache) RecycleShared(s *skb.Shared) {
+	if s.Home() != c.p {
+		s.Home().RecycleShared(s)
+		return
+	}
+	if c.debug {
+		c.p.dbg.poison(s)
+	}
+	h := c.popHdr()
+	h.Attach(s)
+	cc := &c.cls[s.Class()]
+	if len(cc.free) == cap(cc.free) {
+		c.drain(s.Class())
+	}
+	cc.free = append(cc.free, h)
+	cc.st.frees.inc()
+}
+
+// RecycleBuff takes back a header (skb.Recycler); headers of another pool go
+// to that pool.
+func (c *Cache) RecycleBuff(b *skb.Buff) {
+	if b.Home() != c.p {
+		b.Home().RecycleBuff(b)
+		return
+	}
+	c.hdrSt.frees.inc()
+	if c.debug {
+		if b = c.p.dbg.free(b, 2); b == nil {
+			return
+		}
+	}
+	c.pushHdr(b)
+}
+
+func (c *Cache) pushHdr(b *skb.Buff) {
+	if len(c.hdrs) == cap(c.hdrs) {
+		half := len(c.hdrs) / 2
+		c.p.hdrs.give(c.hdrs[half:])
+		clear(c.hdrs[half:])
+		c.hdrs = c.hdrs[:half]
+	}
+	c.hdrs = append(c.hdrs, b)
+}
+
+func (c *Cache) popHdr() *skb.Buff {
+	if len(c.hdrs) == 0 {
+		c.hdrs = c.p.hdrs.take(c.hdrs, c.size/2)
+		c.hdrSt.misses.inc()
+	}
+	n := len(c.hdrs) - 1
+	b := c.hdrs[n]
+	c.hdrs = c.hdrs[:n]
+	return b
+}
+
+// refill moves half a stack of class i from the depot.
+func (c *Cache) refill(i int) error {
+	cc := &c.cls[i]
+	cc.st.misses.inc()
+	var err error
+	cc.free, err = c.p.take(c.p.classes[i], cc.free, c.size/2)
+	return err
+}
+
+// drain moves half a stack of class i to the depot.
+func (c *Cache) drain(i int) {
+	cc := &c.cls[i]
+	half := len(cc.free) / 2
+	c.p.give(c.p.classes[i], cc.free[half:])
+	clear(cc.free[half:])
+	cc.free = cc.free[:half]
+}
+
+// AllocFrag carves size bytes from the cache's current page for a receive
+// fragment (page_frag_alloc), taking a new page when the current one is full;
+// offsets are aligned to 64 bytes. It returns the page and the offset of the
+// fragment in it; the caller owns one reference on the page and passes it to
+// skb's AddRxFrag or drops it with Put. It returns ErrTooBig when size exceeds
+// the page size and ErrExhausted when pages are bounded and none is free.
+func (c *Cache) AllocFrag(size int) (*skb.Page, int, error) {
+	if size <= 0 || size > c.p.cfg.PageSize {
+		return nil, 0, ErrTooBig
+	}
+	f := &c.frag
+	if f.page == nil || f.off+size > f.page.Len() {
+		if f.page != nil {
+			f.page.Put()
+			f.page = nil
+		}
+		pg, err := c.p.pages.get()
+		if err != nil {
+			return nil, 0, err
+		}
+		f.page, f.off = pg, 0
+	}
+	off := f.off
+	f.off = roundUp(off+size, 64)
+	f.page.Get()
+	return f.page, off, nil
+}
+
+// Close hands the cache's blocks, headers and page back to the pool and folds
+// its counters into the pool's. The cache must not be used afterwards; Close
+// is idempotent.
+func (c *Cache) Close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	for i := range c.ncls {
+		cc := &c.cls[i]
+		c.p.give(c.p.classes[i], cc.free)
+		clear(cc.free)
+		cc.free = cc.free[:0]
+	}
+	c.p.hdrs.give(c.hdrs)
+	clear(c.hdrs)
+	c.hdrs = c.hdrs[:0]
+	if c.frag.page != nil {
+		c.frag.page.Put()
+		c.frag.page = nil
+	}
+	p := c.p
+	p.mu.Lock()
+	for i, cp := range p.caches {
+		if cp == c {
+			p.caches = append(p.caches[:i], p.caches[i+1:]...)
+			break
+		}
+	}
+	for i := range c.ncls {
+		addCounters(&p.retiredCls[i], &c.cls[i].st)
+	}
+	addCounters(&p.retiredHdr, &c.hdrSt)
+	p.mu.Unlock()
+}
+
+func addCounters(dst *sharedCounters, src *counters) {
+	dst.allocs.Add(src.allocs.load())
+	dst.frees.Add(src.frees.load())
+	dst.misses.Add(src.misses.load())
+}
+
+// sharedCounters are allocation counters written by any goroutine.
+type sharedCounters struct {
+	allocs atomic.Uint64
+	frees  atomic.Uint64
+	misses atomic.Uint64
+}

@@ -1,0 +1,125 @@
+package pool
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/skbdev/skb/skb"
+)
+
+// hdrSlab is how many buffer headers the header depot makes at a time.
+const hdrSlab = 256
+
+// hdrDepot holds free buffer headers; headers live in slabs on the Go heap and
+// are never returned to it, so the depot grows without bound (one header per
+// buffer or clone ever alive at once).
+type hdrDepot struct {
+	p     *Pool
+	mu    sync.Mutex
+	free  []*skb.Buff
+	total int
+}
+
+func (d *hdrDepot) init(p *Pool) { d.p = p }
+
+// take moves up to n headers onto dst, making a slab when the depot is empty.
+func (d *hdrDepot) take(dst []*skb.Buff, n int) []*skb.Buff {
+	d.mu.Lock()
+	if len(d.free) == 0 {
+		slab := make([]skb.Buff, max(n, hdrSlab))
+		for i := len(slab) - 1; i >= 0; i-- {
+			slab[i].InitBuff(d.p)
+			d.free = append(d.free, &slab[i])
+		}
+		d.total += len(slab)
+	}
+	k := min(n, len(d.free))
+	dst = append(dst, d.free[len(d.free)-k:]...)
+	clear(d.free[len(d.free)-k:])
+	d.free = d.free[:len(d.free)-k]
+	d.mu.Unlock()
+	return dst
+}
+
+func (d *hdrDepot) give(src []*skb.Buff) {
+	d.mu.Lock()
+	d.free = append(d.free, src...)
+	d.mu.Unlock()
+}
+
+// pageDepot holds the page-frag allocator's free pages.
+type pageDepot struct {
+	p         *Pool
+	mu        sync.Mutex
+	free      []*skb.Page
+	arenas    []*Arena
+	pages     int
+	st        sharedCounters
+	exhausted uint64
+}
+
+func (d *pageDepot) init(p *Pool) { d.p = p }
+
+// pagesPerArena is how many pages one page arena holds (2 MiB of 32 KiB pages).
+func (d *pageDepot) pagesPerArena() int { return max(4, hugePageSize/d.p.cfg.PageSize) }
+
+// get returns a free page holding one reference, mapping an arena of pages
+// when none is free.
+func (d *pageDepot) get() (*skb.Page, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.free) == 0 {
+		n := d.pagesPerArena()
+		if m := d.p.cfg.MaxPages; m > 0 {
+			n = min(n, m-d.pages)
+		}
+		if n <= 0 {
+			d.exhausted++
+			return nil, ErrExhausted
+		}
+		size := d.p.cfg.PageSize
+		a, err := mapArena(size, n, d.p.cfg.HugePages, d.p.cfg.Populate)
+		if err != nil {
+			return nil, err
+		}
+		slab := make([]skb.Page, n)
+		for i := n - 1; i >= 0; i-- {
+			slab[i].InitPage(a.mem[i*size:(i+1)*size], uint64(i*size), d.p)
+			d.free = append(d.free, &slab[i])
+		}
+		d.arenas = append(d.arenas, a)
+		d.pages += n
+	}
+	pg := d.free[len(d.free)-1]
+	d.free[len(d.free)-1] = nil
+	d.free = d.free[:len(d.free)-1]
+	pg.ResetRefs()
+	d.st.allocs.Add(1)
+	return pg, nil
+}
+
+// RecyclePage takes back a page whose last reference was dropped
+// (skb.PageRecycler). Safe for concurrent use.
+func (p *Pool) RecyclePage(pg *skb.Page) {
+	d := &p.pages
+	d.mu.Lock()
+	d.free = append(d.free, pg)
+	d.st.frees.Add(1)
+	d.mu.Unlock()
+}
+
+// AllocPage returns a whole page of the page-frag allocator's size with one
+// reference, which the caller owns and drops with Put. Safe for concurrent
+// use. It returns ErrExhausted when pages are bounded and none is free.
+func (p *Pool) AllocPage() (*skb.Page, error) { return p.pages.get() }
+
+func (d *pageDepot) unmapAll() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for _, a := range d.arenas {
+		errs = append(errs, a.unmap())
+	}
+	d.arenas, d.free = nil, nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,29 @@
+package pool
+
+import (
+	"errors"
+
+	"github.com/skbdev/skb/skb"
+)
+
+var (
+	// ErrExhausted is returned by the allocation functions when a bounded class
+	// (Class.Max) has no free block; they never block waiting for one.
+	ErrExhausted = errors.New("pool: exhausted")
+
+	// ErrTooBig is returned when no size class holds the requested bytes plus
+	// the headroom. It is skb.ErrTooBig, so either name matches.
+	ErrTooBig = skb.ErrTooBig
+
+	// ErrClosed is returned by New's results after Close, and by Close when
+	// called twice.
+	ErrClosed = errors.New("pool: closed")
+
+	// ErrLeak is returned by Close and CheckLeaks when buffers are still in
+	// flight; the arenas of a leaking pool stay mapped so that the stray
+	// buffers do not point into unmapped memory.
+	ErrLeak = errors.New("pool: buffers still in flight")
+
+	// ErrConfig is returned by New for an invalid Config.
+	ErrConfig = errors.New("pool: invalid config")
+)

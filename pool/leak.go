@@ -1,0 +1,99 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+var registry struct {
+	mu    sync.Mutex
+	pools []*Pool
+}
+
+func register(p *Pool) {
+	registry.mu.Lock()
+	registry.pools = append(registry.pools, p)
+	registry.mu.Unlock()
+}
+
+func unregister(p *Pool) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	for i, q := range registry.pools {
+		if q == p {
+			registry.pools = append(registry.pools[:i], registry.pools[i+1:]...)
+			return
+		}
+	}
+}
+
+func registered() []*Pool {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return append([]*Pool(nil), registry.pools...)
+}
+
+// leakError returns an error wrapping ErrLeak that describes p's buffers and
+// pages in flight, or nil. Pages a cache holds as its current frag page are
+// not leaks.
+func (p *Pool) leakError() error {
+	st := p.Stats()
+	p.mu.Lock()
+	held := 0
+	for _, c := range p.caches {
+		if c.frag.page != nil {
+			held++
+		}
+	}
+	p.mu.Unlock()
+	var sb strings.Builder
+	for _, c := range st.Classes {
+		if c.InFlight != 0 {
+			fmt.Fprintf(&sb, " %d blocks of %d bytes;", c.InFlight, c.Size)
+		}
+	}
+	if st.Headers.InFlight != 0 {
+		fmt.Fprintf(&sb, " %d buffers;", st.Headers.InFlight)
+	}
+	if n := st.Pages.InFlight - int64(held); n != 0 {
+		fmt.Fprintf(&sb, " %d pages;", n)
+	}
+	if sb.Len() == 0 {
+		return nil
+	}
+	name := p.cfg.Name
+	if name == "" {
+		name = "(unnamed)"
+	}
+	msg := fmt.Sprintf("pool %s:%s", name, strings.TrimSuffix(sb.String(), ";"))
+	if live := p.Outstanding(); len(live) > 0 {
+		const show = 5
+		for i, l := range live {
+			if i == show {
+				msg += fmt.Sprintf("\n... and %d more", len(live)-show)
+				break
+			}
+			msg += fmt.Sprintf("\nbuffer %p len %d allocated at:\n%s", l.Buff, l.Buff.Len(), l.Site)
+		}
+	} else if p.dbg == nil {
+		msg += " (Config.Debug shows where they were allocated)"
+	}
+	return fmt.Errorf("%w: %s", ErrLeak, msg)
+}
+
+// CheckLeaks returns an error wrapping ErrLeak that names every pool of this
+// process with buffers or pages in flight (with each buffer's allocation site
+// for debug pools), or nil when there are none. Buffers held in caches are not
+// in flight. Pools closed cleanly are no longer checked. Test binaries call it
+// after their tests (package pooltest does); safe for concurrent use.
+func CheckLeaks() error {
+	var errs []error
+	for _, p := range registered() {
+		if err := p.leakError(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

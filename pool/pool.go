@@ -1,0 +1,443 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/skbdev/skb/skb"
+)
+
+// Class configures one size class.
+type Class struct {
+	// Size is the size of each data block in bytes: headroom, data and
+	// tailroom together. Sizes must be distinct and at least 64.
+	Size int
+	// Max bounds the number of blocks; 0 lets the class grow arena by arena
+	// without bound. A bounded class returns ErrExhausted when all its blocks
+	// are in use or sitting in caches.
+	Max int
+	// ArenaBlocks is how many blocks each arena holds; 0 picks enough for
+	// about 2 MiB (at least 16). Ignored when Contiguous.
+	ArenaBlocks int
+	// Contiguous maps all Max blocks as one arena at New, the layout an AF_XDP
+	// UMEM needs (see Pool.Arena). It requires Max.
+	Contiguous bool
+}
+
+// Default size classes, in bytes. The 512-byte class holds a copybreak copy (a
+// packet under 256 bytes) behind the default 128-byte headroom; 2048 holds a
+// 1514-byte Ethernet frame with the headroom (an AF_XDP frame size too); 69632
+// (68 KiB) holds a 64 KiB GSO or GRO train (up to 65535 bytes) with the
+// headroom.
+const (
+	SmallSize = 512
+	FrameSize = 2048
+	LargeSize = 68 << 10
+)
+
+// DefaultClasses returns the default size classes: SmallSize, FrameSize and
+// LargeSize, unbounded.
+func DefaultClasses() []Class {
+	return []Class{{Size: SmallSize}, {Size: FrameSize}, {Size: LargeSize}}
+}
+
+// NoHeadroom, as Config.Headroom, makes buffers start at the front of their
+// block (Config.Headroom's zero value means skb.DefaultHeadroom).
+const NoHeadroom = -1
+
+// DefaultPageSize is the size of the pages the page-frag allocator carves, as
+// the kernel's page_frag cache (PAGE_FRAG_CACHE_MAX_SIZE, 32 KiB).
+const DefaultPageSize = 32 << 10
+
+// DefaultCacheSize is the number of blocks (and of headers) a Cache holds per
+// class before it drains half of them to the depot.
+const DefaultCacheSize = 256
+
+// Config configures a Pool. The zero Config is usable: default classes,
+// 128 bytes of headroom, no debug mode.
+type Config struct {
+	// Classes are the size classes, in any order; nil means DefaultClasses.
+	Classes []Class
+	// Headroom is reserved in front of the data of every buffer Alloc returns,
+	// in bytes; 0 means skb.DefaultHeadroom (128) and NoHeadroom means none.
+	Headroom int
+	// PageSize is the size of the page-frag allocator's pages, in bytes; 0
+	// means DefaultPageSize. MaxPages bounds their number (0: unbounded).
+	PageSize int
+	MaxPages int
+	// CacheSize is the per-class capacity of each Cache; 0 means
+	// DefaultCacheSize. Bulk moves to and from the depot are half of it.
+	CacheSize int
+	// Populate pre-faults arena memory at mapping time (MAP_POPULATE).
+	Populate bool
+	// HugePages backs arenas with huge pages (MAP_HUGETLB), falling back to
+	// transparent huge pages (MADV_HUGEPAGE) and then base pages.
+	HugePages bool
+	// Debug records allocation and free sites, detects double frees with both
+	// sites named, poisons freed data with 0x6b (SLUB's POISON_FREE), delays
+	// header reuse, and enables Outstanding. It slows every operation.
+	Debug bool
+	// Name appears in leak reports.
+	Name string
+}
+
+// Pool hands out socket buffers. Its methods are safe for concurrent use; they
+// take a lock per call, so hot paths use a Cache per goroutine instead. A Pool
+// implements skb.Allocator (for any goroutine) and the recycler interfaces
+// that buffers freed with skb's Free come home through.
+type Pool struct {
+	cfg      Config
+	headroom int
+	classes  []*class
+	pages    pageDepot
+	hdrs     hdrDepot
+	dbg      *debugState
+
+	mu         sync.Mutex // guards caches, closed, arenas of every depot
+	caches     []*Cache
+	closed     bool
+	retiredCls [maxClasses]sharedCounters // counters of closed caches, folded in
+	retiredHdr sharedCounters
+	direct     [maxClasses]sharedCounters // allocations and frees made through the Pool itself
+	directHdr  sharedCounters
+}
+
+// class is one size class: its depot of free blocks and its arenas.
+type class struct {
+	idx       int
+	cfg       Class
+	mu        sync.Mutex
+	free      []*skb.Buff // free blocks, each paired with a free header
+	arenas    []*Arena
+	blocks    int
+	exhausted atomic.Uint64
+}
+
+// New builds a pool. Contiguous classes are mapped now; others map their first
+// arena on first use. It returns an error wrapping ErrConfig for a bad Config,
+// or the mmap error.
+func New(cfg Config) (*Pool, error) {
+	if cfg.Classes == nil {
+		cfg.Classes = DefaultClasses()
+	}
+	p := &Pool{cfg: cfg}
+	switch {
+	case cfg.Headroom == 0:
+		p.headroom = skb.DefaultHeadroom
+	case cfg.Headroom == NoHeadroom:
+		p.headroom = 0
+	case cfg.Headroom < 0:
+		return nil, fmt.Errorf("%w: headroom %d", ErrConfig, cfg.Headroom)
+	default:
+		p.headroom = cfg.Headroom
+	}
+	if p.cfg.PageSize == 0 {
+		p.cfg.PageSize = DefaultPageSize
+	}
+	if p.cfg.CacheSize == 0 {
+		p.cfg.CacheSize = DefaultCacheSize
+	}
+	if p.cfg.PageSize < pageSize || p.cfg.CacheSize < 2 || p.cfg.MaxPages < 0 {
+		return nil, fmt.Errorf("%w: page size %d, cache size %d, max pages %d", ErrConfig, p.cfg.PageSize, p.cfg.CacheSize, p.cfg.MaxPages)
+	}
+	cls := slices.Clone(cfg.Classes)
+	slices.SortFunc(cls, func(a, b Class) int { return a.Size - b.Size })
+	if len(cls) == 0 || len(cls) > maxClasses {
+		return nil, fmt.Errorf("%w: %d size classes (1 to %d)", ErrConfig, len(cls), maxClasses)
+	}
+	for i, c := range cls {
+		if c.Size < 64 || c.Max < 0 || c.ArenaBlocks < 0 || (i > 0 && c.Size == cls[i-1].Size) {
+			return nil, fmt.Errorf("%w: class %+v", ErrConfig, c)
+		}
+		if c.Contiguous && c.Max == 0 {
+			return nil, fmt.Errorf("%w: contiguous class of %d bytes needs Max", ErrConfig, c.Size)
+		}
+		if c.Size <= p.headroom {
+			return nil, fmt.Errorf("%w: class of %d bytes cannot hold the headroom of %d", ErrConfig, c.Size, p.headroom)
+		}
+		p.classes = append(p.classes, &class{idx: i, cfg: c})
+	}
+	p.cfg.Classes = cls
+	p.pages.init(p)
+	p.hdrs.init(p)
+	if cfg.Debug {
+		p.dbg = newDebugState(p)
+	}
+	for _, c := range p.classes {
+		if c.cfg.Contiguous {
+			c.mu.Lock()
+			err := p.grow(c)
+			c.mu.Unlock()
+			if err != nil {
+				p.unmapAll()
+				return nil, err
+			}
+		}
+	}
+	register(p)
+	return p, nil
+}
+
+// maxClasses bounds the number of size classes (a Cache keeps a fixed array).
+const maxClasses = 8
+
+// Headroom returns the headroom Alloc reserves, in bytes.
+func (p *Pool) Headroom() int { return p.headroom }
+
+// Classes returns the size classes, smallest first.
+func (p *Pool) Classes() []Class { return slices.Clone(p.cfg.Classes) }
+
+// MaxAlloc returns the largest size Alloc accepts: the biggest class minus
+// the headroom, in bytes.
+func (p *Pool) MaxAlloc() int { return p.classes[len(p.classes)-1].cfg.Size - p.headroom }
+
+// Arena returns the first arena of size class i (in Classes order), which is
+// its only one when the class is Contiguous: the region to register as an
+// AF_XDP UMEM. It returns nil when the class has no arena yet.
+func (p *Pool) Arena(i int) *Arena {
+	c := p.classes[i]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.arenas) == 0 {
+		return nil
+	}
+	return c.arenas[0]
+}
+
+// classFor returns the index of the smallest class holding n bytes, or -1.
+func (p *Pool) classFor(n int) int {
+	for i, c := range p.classes {
+		if n <= c.cfg.Size {
+			return i
+		}
+	}
+	return -1
+}
+
+// grow maps one more arena for c and puts its blocks in the depot. c.mu held.
+func (p *Pool) grow(c *class) error {
+	n := c.cfg.ArenaBlocks
+	if c.cfg.Contiguous {
+		n = c.cfg.Max
+	}
+	if n == 0 {
+		n = max(16, hugePageSize/c.cfg.Size)
+	}
+	if c.cfg.Max > 0 {
+		n = min(n, c.cfg.Max-c.blocks)
+	}
+	if n <= 0 {
+		return ErrExhausted
+	}
+	a, err := mapArena(c.cfg.Size, n, p.cfg.HugePages, p.cfg.Populate)
+	if err != nil {
+		return err
+	}
+	slab := make([]skb.Shared, n)
+	hdrs := make([]skb.Buff, n)
+	for i := range slab {
+		off := i * c.cfg.Size
+		slab[i].InitShared(a.mem[off:off+c.cfg.Size], uint64(off), p, uint8(c.idx))
+		hdrs[i].InitBuff(p)
+		hdrs[i].Attach(&slab[i])
+	}
+	// Hand out low addresses first: the depot is a stack.
+	for i := n - 1; i >= 0; i-- {
+		c.free = append(c.free, &hdrs[i])
+	}
+	c.arenas = append(c.arenas, a)
+	c.blocks += n
+	return nil
+}
+
+// take moves up to n free blocks (paired with headers) of class c onto dst,
+// growing the class when its depot is empty. It returns the extended slice and
+// ErrExhausted when it could move none.
+func (p *Pool) take(c *class, dst []*skb.Buff, n int) ([]*skb.Buff, error) {
+	c.mu.Lock()
+	if len(c.free) == 0 {
+		if err := p.grow(c); err != nil {
+			c.mu.Unlock()
+			if errors.Is(err, ErrExhausted) {
+				c.exhausted.Add(1)
+			}
+			return dst, err
+		}
+	}
+	k := min(n, len(c.free))
+	dst = append(dst, c.free[len(c.free)-k:]...)
+	clear(c.free[len(c.free)-k:])
+	c.free = c.free[:len(c.free)-k]
+	c.mu.Unlock()
+	return dst, nil
+}
+
+// give moves blocks (paired with headers) back to the depot of class c.
+func (p *Pool) give(c *class, src []*skb.Buff) {
+	c.mu.Lock()
+	c.free = append(c.free, src...)
+	c.mu.Unlock()
+}
+
+// Alloc returns an empty buffer with Headroom bytes of headroom and at least
+// size bytes of tailroom, from the smallest class that fits. Safe for
+// concurrent use; it takes a depot lock, so hot paths use Cache.Alloc. The
+// caller owns the returned buffer and must Free it or pass it on to a function
+// that takes ownership. It returns ErrTooBig or ErrExhausted.
+func (p *Pool) Alloc(size int) (*skb.Buff, error) {
+	if size < 0 {
+		return nil, ErrTooBig
+	}
+	b, ci, err := p.takeOne(size + p.headroom)
+	if err != nil {
+		return nil, err
+	}
+	b.Reuse(p.headroom)
+	p.direct[ci].allocs.Add(1)
+	p.directHdr.allocs.Add(1)
+	if p.dbg != nil {
+		p.dbg.alloc(b, 2)
+	}
+	return b, nil
+}
+
+// takeOne takes one free block (with its header) of at least size bytes.
+func (p *Pool) takeOne(size int) (*skb.Buff, int, error) {
+	ci := p.classFor(size)
+	if ci < 0 {
+		return nil, 0, ErrTooBig
+	}
+	var one [1]*skb.Buff
+	got, err := p.take(p.classes[ci], one[:0], 1)
+	if err != nil {
+		return nil, 0, err
+	}
+	return got[0], ci, nil
+}
+
+// AllocShared returns a data block of at least size bytes, reset with dataref
+// 1 (skb.Allocator). Safe for concurrent use. The caller owns the block and
+// must Build a buffer on it or recycle it. It returns ErrTooBig or
+// ErrExhausted.
+func (p *Pool) AllocShared(size int) (*skb.Shared, error) {
+	h, ci, err := p.takeOne(size)
+	if err != nil {
+		return nil, err
+	}
+	s := h.Detach()
+	p.hdrs.give([]*skb.Buff{h})
+	s.Reset()
+	p.direct[ci].allocs.Add(1)
+	return s, nil
+}
+
+// RecycleShared takes back a data block whose last reference was dropped
+// (skb.Recycler). Safe for concurrent use.
+func (p *Pool) RecycleShared(s *skb.Shared) {
+	if s.Home() != p {
+		s.Home().RecycleShared(s)
+		return
+	}
+	var one [1]*skb.Buff
+	h := p.hdrs.take(one[:0], 1)[0]
+	h.Attach(s)
+	p.recyclePair(h)
+}
+
+// recyclePair takes back a free header paired with its free block.
+func (p *Pool) recyclePair(h *skb.Buff) {
+	s := h.Detach()
+	ci := s.Class()
+	if p.dbg != nil {
+		p.dbg.poison(s)
+	}
+	p.direct[ci].frees.Add(1)
+	p.give(p.classes[ci], []*skb.Buff{h})
+}
+
+// AllocBuff returns an unused buffer header (skb.Allocator). Safe for
+// concurrent use. The caller owns it and must build or clone into it, or
+// recycle it.
+func (p *Pool) AllocBuff() (*skb.Buff, error) {
+	var one [1]*skb.Buff
+	b := p.hdrs.take(one[:0], 1)[0]
+	p.directHdr.allocs.Add(1)
+	if p.dbg != nil {
+		p.dbg.alloc(b, 2)
+	}
+	return b, nil
+}
+
+// RecycleBuff takes back a buffer header (skb.Recycler). Safe for concurrent
+// use.
+func (p *Pool) RecycleBuff(b *skb.Buff) {
+	if b.Home() != p {
+		b.Home().RecycleBuff(b)
+		return
+	}
+	p.directHdr.frees.Add(1)
+	if p.dbg != nil {
+		if b = p.dbg.free(b, 2); b == nil {
+			return
+		}
+	}
+	p.hdrs.give([]*skb.Buff{b})
+}
+
+// NewCache returns a cache for one goroutine. Close it when the goroutine is
+// done, to hand its buffers back to the depots.
+func (p *Pool) NewCache() *Cache {
+	c := &Cache{p: p, size: p.cfg.CacheSize, headroom: p.headroom, debug: p.dbg != nil}
+	c.ncls = len(p.classes)
+	for i := range c.ncls {
+		c.cls[i].free = make([]*skb.Buff, 0, c.size)
+		c.cls[i].blockSize = p.classes[i].cfg.Size
+	}
+	c.hdrs = make([]*skb.Buff, 0, c.size)
+	p.mu.Lock()
+	p.caches = append(p.caches, c)
+	p.mu.Unlock()
+	return c
+}
+
+// Close checks that every buffer came back and unmaps the arenas. With buffers
+// still in flight it returns an error wrapping ErrLeak and leaves the memory
+// mapped. Caches still open are closed first. It returns ErrClosed when called
+// again.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	caches := slices.Clone(p.caches)
+	p.mu.Unlock()
+	for _, c := range caches {
+		c.Close()
+	}
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	if err := p.leakError(); err != nil {
+		return err
+	}
+	unregister(p)
+	return p.unmapAll()
+}
+
+func (p *Pool) unmapAll() error {
+	var errs []error
+	for _, c := range p.classes {
+		c.mu.Lock()
+		for _, a := range c.arenas {
+			errs = append(errs, a.unmap())
+		}
+		c.arenas, c.free = nil, nil
+		c.mu.Unlock()
+	}
+	errs = append(errs, p.pages.unmapAll())
+	return errors.Join(errs...)
+}

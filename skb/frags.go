@@ -1,0 +1,75 @@
+package skb
+
+import "fmt"
+
+// NrFrags returns the number of page fragments (nr_frags).
+func (b *Buff) NrFrags() int { return int(b.shinfo.hot.nrFrags) }
+
+// Frag returns page fragment i. It panics if i is not below NrFrags.
+func (b *Buff) Frag(i int) Frag {
+	if uint(i) >= uint(b.shinfo.hot.nrFrags) {
+		panic(fmt.Sprintf("skb: frag %d of %d", i, b.shinfo.hot.nrFrags))
+	}
+	return b.shinfo.frags[i]
+}
+
+// Frags returns the page fragments in order. The returned slice aliases b's
+// shared info and is valid until b is changed, unshared or freed; it must not
+// be modified.
+func (b *Buff) Frags() []Frag { return b.shinfo.frags[:b.shinfo.hot.nrFrags] }
+
+// AddRxFrag appends size bytes at offset off of page p as the next page
+// fragment (skb_add_rx_frag) and adds them to Len and DataLen. AddRxFrag takes
+// ownership of one reference on p, the one the caller got from its allocator
+// or took with Get. It panics if b already has MaxFrags fragments, if the range
+// is outside p, or if b's data is shared.
+func (b *Buff) AddRxFrag(p *Page, off, size int) {
+	s := b.shinfo
+	if s.hot.nrFrags >= MaxFrags {
+		panic(fmt.Sprintf("skb: add frag to a buffer with %d frags", s.hot.nrFrags))
+	}
+	if off < 0 || size < 0 || off+size > len(p.buf) {
+		panic(fmt.Sprintf("skb: frag off %d size %d outside a page of %d", off, size, len(p.buf)))
+	}
+	b.writableShinfo("add frag")
+	s.frags[s.hot.nrFrags] = Frag{page: p, off: uint32(off), size: uint32(size)}
+	s.hot.nrFrags++
+	b.markExtra()
+	b.m.len += uint32(size)
+	b.m.dataLen += uint32(size)
+}
+
+// FragList returns the first buffer of the frag list, or nil; Next walks it.
+// The members belong to b's shared info: they must not be freed or changed.
+func (b *Buff) FragList() *Buff { return b.shinfo.fragList }
+
+// AddFragList appends c, and any buffers chained after it, to the end of b's
+// frag list (skb_shinfo(skb)->frag_list) and adds their length to Len and
+// DataLen. AddFragList takes ownership of c. It panics if b's data is shared
+// or c is b.
+func (b *Buff) AddFragList(c *Buff) {
+	if c == b {
+		panic("skb: buffer added to its own frag list")
+	}
+	b.writableShinfo("add frag list")
+	s := b.shinfo
+	p := &s.fragList
+	for *p != nil {
+		p = &(*p).next
+	}
+	*p = c
+	b.markExtra()
+	for ; c != nil; c = c.next {
+		b.m.len += c.m.len
+		b.m.dataLen += c.m.len
+	}
+}
+
+// fragListLen returns the bytes held by b's frag list.
+func (b *Buff) pagedLen() int {
+	n := 0
+	for _, f := range b.Frags() {
+		n += int(f.size)
+	}
+	return n
+}

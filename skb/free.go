@@ -1,0 +1,107 @@
+package skb
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+var describer atomic.Pointer[func(*Buff) string]
+
+// SetDescriber installs fn to name a buffer's allocation and free sites in the
+// panic messages for double free and use after free. Allocators install one in
+// their debug mode; nil removes it. Safe for concurrent use.
+func SetDescriber(fn func(b *Buff) string) {
+	if fn == nil {
+		describer.Store(nil)
+		return
+	}
+	describer.Store(&fn)
+}
+
+func (b *Buff) describe() string {
+	if fn := describer.Load(); fn != nil {
+		return (*fn)(b)
+	}
+	return fmt.Sprintf("buffer %p (enable the pool's debug mode to see where it was allocated and freed)", b)
+}
+
+// IsLive reports whether b is allocated: built or cloned and not yet freed.
+func (b *Buff) IsLive() bool { return b.state != stateFree }
+
+// Free drops b: the header goes back to its allocator and, when b held the last
+// reference to its data, the destructor runs, the frags and frag list are
+// released and the data block goes back too (kfree_skb). Free takes ownership
+// of b; b must not be used afterwards. It panics on a double free. Hot paths
+// free into their per-worker cache instead (pool.Cache.Free), which is faster.
+func (b *Buff) Free() { b.FreeTo(nil) }
+
+// FreeTo is Free with r receiving the header, the data block and the frag list
+// members (their own allocators when r is nil). FreeTo takes ownership of b.
+func (b *Buff) FreeTo(r Recycler) {
+	s := b.Release(r)
+	if r == nil {
+		if s != nil {
+			s.home.RecycleShared(s)
+		}
+		b.home.RecycleBuff(b)
+		return
+	}
+	if s != nil {
+		r.RecycleShared(s)
+	}
+	r.RecycleBuff(b)
+}
+
+// Release marks b free and drops its reference on its data block. When b held
+// the last reference it runs the destructor, releases the frags and frees the
+// frag list members (to r, or to their own allocators when r is nil) and
+// returns the block for the caller to recycle; otherwise it returns nil. The
+// header itself is the caller's to recycle. For allocators: users call Free.
+// It panics on a double free.
+func (b *Buff) Release(r Recycler) *Shared {
+	// The common case, inlined into allocators: a buffer that was never
+	// cloned is the only user of its data (no atomic operation needed, as in
+	// skb_release_data), and plain linear data has nothing else to release.
+	if b.state != stateLive {
+		return b.releaseSlow(r)
+	}
+	b.state = stateFree
+	return b.shinfo
+}
+
+func (b *Buff) releaseSlow(r Recycler) *Shared {
+	if b.state == stateFree {
+		panic("skb: double free of " + b.describe())
+	}
+	cloned := b.state == stateCloned
+	b.state = stateFree
+	s := b.shinfo
+	if cloned && atomic.AddInt32(&s.dataref, -1) != 0 {
+		return nil
+	}
+	if s.hot.nrFrags != 0 || s.fragList != nil || s.destructor != nil {
+		releaseShared(b, s, r)
+	}
+	return s
+}
+
+// releaseShared runs the destructor, drops the frags' page references and
+// frees the frag list of s, whose last user was b.
+func releaseShared(b *Buff, s *Shared, r Recycler) {
+	if d := s.destructor; d != nil {
+		s.destructor = nil
+		d(b)
+	}
+	for i := range int(s.hot.nrFrags) {
+		s.frags[i].page.Put()
+		s.frags[i] = Frag{}
+	}
+	s.hot.nrFrags = 0
+	for c := s.fragList; c != nil; {
+		n := c.next
+		c.next = nil
+		c.FreeTo(r)
+		c = n
+	}
+	s.fragList = nil
+}

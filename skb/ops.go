@@ -1,0 +1,531 @@
+package skb
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// netSKBPad is the alignment of extra headroom made by CowHead: NET_SKB_PAD,
+// max(32, L1_CACHE_BYTES), which is 64 on x86-64.
+const netSKBPad = 64
+
+// pullTailSlack is the extra tailroom taken when PskbMayPull or Linearize must
+// reallocate, so that the next pull does not reallocate again
+// (__pskb_pull_tail's "eat + 128").
+const pullTailSlack = 128
+
+// Clone returns a new buffer sharing b's data and shared info, with a copy of
+// b's metadata and geometry; dataref rises by one (skb_clone). Neither b nor
+// the clone may then write the data until it calls Unshare or CowHead. The
+// caller keeps ownership of b, owns the returned buffer and must Free it or
+// pass it on to a function that takes ownership. Clone returns the allocator's
+// error when no header is available.
+func (b *Buff) Clone(a Allocator) (*Buff, error) {
+	b.checkLive()
+	n, err := a.AllocBuff()
+	if err != nil {
+		return nil, err
+	}
+	b.CloneInto(n)
+	return n, nil
+}
+
+// CloneInto makes n, an unused header from AllocBuff, a clone of b. For
+// allocators that fetch headers themselves; see Clone.
+func (b *Buff) CloneInto(n *Buff) {
+	if n.state != stateFree {
+		panic("skb: clone into a buffer in use")
+	}
+	atomic.AddInt32(&b.shinfo.dataref, 1)
+	b.state = stateCloned
+	n.m = b.m
+	n.next = nil
+	n.head = b.head
+	n.data, n.tail, n.end = b.data, b.tail, b.end
+	n.shinfo = b.shinfo
+	n.state = stateCloned
+}
+
+// Copy returns a private, linear copy of b: the same headroom and tailroom, the
+// headroom bytes too, all data in the linear part, and b's metadata (skb_copy).
+// The caller keeps ownership of b, owns the returned buffer and must Free it or
+// pass it on to a function that takes ownership. Copy returns the allocator's
+// error (ErrTooBig when no block is large enough).
+func (b *Buff) Copy(a Allocator) (*Buff, error) {
+	return b.CopyExpand(a, b.Headroom(), int(b.end-b.tail))
+}
+
+// CopyExpand is Copy into a buffer with the given headroom and tailroom
+// (skb_copy_expand). Header offsets and csum_start move with the data, so they
+// stay right whatever the new headroom. Ownership and errors as for Copy; it
+// panics on negative sizes.
+func (b *Buff) CopyExpand(a Allocator, headroom, tailroom int) (*Buff, error) {
+	b.checkLive()
+	if headroom < 0 || tailroom < 0 {
+		panic(fmt.Sprintf("skb: copy with headroom %d tailroom %d", headroom, tailroom))
+	}
+	s, err := a.AllocShared(headroom + int(b.m.len) + tailroom)
+	if err != nil {
+		return nil, err
+	}
+	n, err := a.AllocBuff()
+	if err != nil {
+		a.RecycleShared(s)
+		return nil, err
+	}
+	n.Build(s, headroom)
+	hc := min(headroom, int(b.data))
+	copy(s.mem[headroom-hc:headroom], b.head[int(b.data)-hc:b.data])
+	b.copyBits(0, n.Put(int(b.m.len)))
+	copyHeader(n, b, headroom-int(b.data))
+	copyGSO(s, b.shinfo)
+	return n, nil
+}
+
+// PskbCopy returns a buffer with a private copy of b's linear data (same
+// headroom, no tailroom beyond what the allocator rounds up to) that shares b's
+// page frags and clones its frag list members (pskb_copy). Ownership and errors
+// as for Copy.
+func (b *Buff) PskbCopy(a Allocator) (*Buff, error) {
+	b.checkLive()
+	hr, hl := int(b.data), b.HeadLen()
+	s, err := a.AllocShared(hr + hl)
+	if err != nil {
+		return nil, err
+	}
+	n, err := a.AllocBuff()
+	if err != nil {
+		a.RecycleShared(s)
+		return nil, err
+	}
+	n.Build(s, hr)
+	copy(n.Put(hl), b.Data())
+	bs := b.shinfo
+	if bs.fragList != nil {
+		list, err := cloneList(a, bs.fragList)
+		if err != nil {
+			n.FreeTo(a)
+			return nil, err
+		}
+		s.fragList = list
+	}
+	nr := int(bs.hot.nrFrags)
+	for i := range nr {
+		bs.frags[i].page.Get()
+	}
+	copy(s.frags[:nr], bs.frags[:nr])
+	s.hot.nrFrags = bs.hot.nrFrags
+	if s.hasExtra() {
+		n.markExtra()
+	}
+	copyHeader(n, b, 0)
+	n.m.len, n.m.dataLen = b.m.len, b.m.dataLen
+	copyGSO(s, bs)
+	return n, nil
+}
+
+// Unshare gives b a private, linear copy of its data when the data is shared
+// (skb_unshare); it does nothing otherwise. Unlike the kernel's, it keeps b
+// itself: the caller's pointer stays valid and b keeps its metadata, headroom
+// and tailroom. On error b is unchanged and still the caller's. Unshare does
+// not take ownership of b.
+func (b *Buff) Unshare(a Allocator) error {
+	b.checkLive()
+	if !b.Cloned() {
+		return nil
+	}
+	return b.relinearize(a, int(b.data), int(b.end-b.tail))
+}
+
+// relinearize moves all of b's data into a new private linear block with the
+// given headroom and tailroom, and drops b's reference on the old block.
+func (b *Buff) relinearize(a Allocator, headroom, tailroom int) error {
+	n := int(b.m.len)
+	s, err := a.AllocShared(headroom + n + tailroom)
+	if err != nil {
+		return err
+	}
+	hc := min(headroom, int(b.data))
+	copy(s.mem[headroom-hc:headroom], b.head[int(b.data)-hc:b.data])
+	b.copyBits(0, s.mem[headroom:headroom+n])
+	copyGSO(s, b.shinfo)
+	b.dropData(a)
+	delta := headroom - int(b.data)
+	b.head = s.mem
+	b.data = uint32(headroom)
+	b.tail = uint32(headroom + n)
+	b.end = uint32(len(s.mem))
+	b.shinfo = s
+	b.m.dataLen = 0
+	b.state = stateLive
+	shiftHeaders(&b.m, delta)
+	return nil
+}
+
+// dropData drops b's reference on its data block, releasing it to a if it was
+// the last; b's header stays live and must be given new data.
+func (b *Buff) dropData(a Allocator) {
+	s := b.shinfo
+	if b.state == stateCloned && atomic.AddInt32(&s.dataref, -1) != 0 {
+		return
+	}
+	if s.hot.nrFrags != 0 || s.fragList != nil || s.destructor != nil {
+		releaseShared(b, s, a)
+	}
+	a.RecycleShared(s)
+}
+
+// CowHead makes b's linear data private and gives it at least headroom bytes
+// of headroom, reallocating the head (with the extra rounded up to 64 bytes)
+// only when the data is shared or the headroom is short (skb_cow_head). The
+// page frags stay shared. On error b is unchanged and still the caller's.
+// CowHead does not take ownership of b.
+func (b *Buff) CowHead(a Allocator, headroom int) error {
+	b.checkLive()
+	delta := 0
+	if headroom > int(b.data) {
+		delta = (headroom - int(b.data) + netSKBPad - 1) &^ (netSKBPad - 1)
+	}
+	if delta > 0 || b.Cloned() {
+		return b.ExpandHead(a, delta, 0)
+	}
+	return nil
+}
+
+// ExpandHead moves b to a new private data block nhead bytes longer at the
+// front and ntail bytes longer at the end, copying everything from head to
+// tail; frags stay where they are (shared pages take a reference) and a shared
+// frag list is cloned (pskb_expand_head). Header offsets and csum_start move
+// with the data. On error b is unchanged and still the caller's. ExpandHead does
+// not take ownership of b. It panics on negative sizes.
+func (b *Buff) ExpandHead(a Allocator, nhead, ntail int) error {
+	b.checkLive()
+	if nhead < 0 || ntail < 0 {
+		panic(fmt.Sprintf("skb: expand head by %d and tail by %d: %s", nhead, ntail, b.geometry()))
+	}
+	s, err := a.AllocShared(nhead + int(b.end) + ntail)
+	if err != nil {
+		return err
+	}
+	old := b.shinfo
+	copy(s.mem[nhead:], b.head[:b.tail])
+	nr := int(old.hot.nrFrags)
+	if b.Cloned() {
+		if old.fragList != nil {
+			list, err := cloneList(a, old.fragList)
+			if err != nil {
+				a.RecycleShared(s)
+				return err
+			}
+			s.fragList = list
+		}
+		for i := range nr {
+			old.frags[i].page.Get()
+		}
+		s.hot = old.hot
+		copy(s.frags[:nr], old.frags[:nr])
+		if atomic.AddInt32(&old.dataref, -1) == 0 {
+			releaseShared(b, old, a)
+			a.RecycleShared(old)
+		}
+	} else {
+		s.hot = old.hot
+		copy(s.frags[:nr], old.frags[:nr])
+		s.fragList, s.destructor = old.fragList, old.destructor
+		clear(old.frags[:nr])
+		old.hot.nrFrags, old.fragList, old.destructor = 0, nil, nil
+		a.RecycleShared(old)
+	}
+	b.head = s.mem
+	b.shinfo = s
+	b.data += uint32(nhead)
+	b.tail += uint32(nhead)
+	b.end = uint32(len(s.mem))
+	b.state = stateLive
+	if s.hasExtra() {
+		b.state = stateLiveExtra
+	}
+	shiftHeaders(&b.m, nhead)
+	return nil
+}
+
+// Linearize moves all paged data into the linear part, reallocating the head
+// when the tailroom is short or the data is shared (skb_linearize). On error b
+// is unchanged and still the caller's. Linearize does not take ownership of b.
+func (b *Buff) Linearize(a Allocator) error {
+	b.checkLive()
+	if b.m.dataLen == 0 {
+		return nil
+	}
+	return b.pullTail(a, int(b.m.dataLen))
+}
+
+// PskbMayPull makes sure the first n bytes of b are in the linear data,
+// moving them out of the frags and frag list when they are not
+// (pskb_may_pull). It returns ErrRange when b is shorter than n, or the
+// allocator's error; b is then unchanged. It does not take ownership of b.
+func (b *Buff) PskbMayPull(a Allocator, n int) error {
+	b.checkLive()
+	hl := b.HeadLen()
+	if n <= hl {
+		return nil
+	}
+	if n > int(b.m.len) {
+		return ErrRange
+	}
+	return b.pullTail(a, n-hl)
+}
+
+// pullTail moves delta bytes from the paged part to the end of the linear
+// data (__pskb_pull_tail).
+func (b *Buff) pullTail(a Allocator, delta int) error {
+	eat := int(b.tail) + delta - int(b.end)
+	if eat > 0 || b.Cloned() {
+		grow := 0
+		if eat > 0 {
+			grow = eat + pullTailSlack
+		}
+		if err := b.ExpandHead(a, 0, grow); err != nil {
+			return err
+		}
+	}
+	s := b.shinfo
+	// A frag list member that gives only part of its bytes must have that part
+	// in its linear data before anything is copied, so that a failure leaves
+	// the buffer's contents as they were.
+	if need := delta - b.pagedLen(); need > 0 {
+		for c := s.fragList; c != nil; c = c.next {
+			if need < int(c.m.len) {
+				if err := c.PskbMayPull(a, need); err != nil {
+					return err
+				}
+				break
+			}
+			need -= int(c.m.len)
+		}
+	}
+	hl := b.HeadLen()
+	b.copyBits(hl, b.head[b.tail:int(b.tail)+delta])
+	rem := uint32(delta)
+	k := 0
+	for i := range int(s.hot.nrFrags) {
+		f := s.frags[i]
+		if rem >= f.size {
+			rem -= f.size
+			f.page.Put()
+			continue
+		}
+		f.off += rem
+		f.size -= rem
+		rem = 0
+		s.frags[k] = f
+		k++
+	}
+	clear(s.frags[k:s.hot.nrFrags])
+	s.hot.nrFrags = uint8(k)
+	for rem > 0 {
+		c := s.fragList
+		if c.m.len <= rem {
+			rem -= c.m.len
+			s.fragList = c.next
+			c.next = nil
+			c.FreeTo(a)
+			continue
+		}
+		c.Pull(int(rem))
+		rem = 0
+	}
+	b.tail += uint32(delta)
+	b.m.dataLen -= uint32(delta)
+	return nil
+}
+
+// PskbTrim cuts b down to n bytes, dropping linear data, frags and frag list
+// members past n; it does nothing when b is not longer (pskb_trim). A buffer
+// whose shared info is shared gets a private one first. It returns the
+// allocator's error when that fails, with b's contents unchanged. It does not take ownership of b;
+// it panics if n is negative.
+func (b *Buff) PskbTrim(a Allocator, n int) error {
+	b.checkLive()
+	if n < 0 {
+		panic(misuse{b, opTrim, n})
+	}
+	if n >= int(b.m.len) {
+		return nil
+	}
+	if b.m.dataLen == 0 {
+		b.Trim(n)
+		return nil
+	}
+	if b.Cloned() {
+		if err := b.ExpandHead(a, 0, 0); err != nil {
+			return err
+		}
+	}
+	s := b.shinfo
+	hl := b.HeadLen()
+	keep := 0 // bytes of the paged part to keep
+	if n > hl {
+		keep = n - hl
+	}
+	// Trim the one frag list member that keeps part of its bytes first: it is
+	// the only step that can fail, and b must be unchanged when it does.
+	if r := keep - b.pagedLen(); r > 0 {
+		for c := s.fragList; c != nil; c = c.next {
+			if r < int(c.m.len) {
+				if err := c.PskbTrim(a, r); err != nil {
+					return err
+				}
+				break
+			}
+			r -= int(c.m.len)
+		}
+	}
+	if n < hl {
+		b.tail = b.data + uint32(n)
+	}
+	rem := uint32(keep)
+	k := 0
+	for i := range int(s.hot.nrFrags) {
+		f := s.frags[i]
+		if rem == 0 {
+			f.page.Put()
+			continue
+		}
+		if f.size > rem {
+			f.size = rem
+		}
+		rem -= f.size
+		s.frags[k] = f
+		k++
+	}
+	clear(s.frags[k:s.hot.nrFrags])
+	s.hot.nrFrags = uint8(k)
+	p := &s.fragList
+	for c := s.fragList; c != nil; {
+		next := c.next
+		if rem == 0 {
+			*p = nil
+			c.next = nil
+			c.FreeTo(a)
+		} else {
+			rem -= c.m.len
+			p = &c.next
+		}
+		c = next
+	}
+	b.m.len = uint32(n)
+	b.m.dataLen = uint32(keep)
+	return nil
+}
+
+// CopyBits copies len(to) bytes of b starting off bytes after the start of the
+// data into to, gathering them from the linear data, the frags and the frag
+// list (skb_copy_bits). off may be negative to reach into the headroom. It
+// returns ErrRange when the range is not inside the buffer. It does not take
+// ownership of b and does not keep to.
+func (b *Buff) CopyBits(off int, to []byte) error {
+	b.checkLive()
+	if off < -int(b.data) || off > int(b.m.len)-len(to) {
+		return ErrRange
+	}
+	b.copyBits(off, to)
+	return nil
+}
+
+// copyBits is CopyBits without the range check.
+func (b *Buff) copyBits(off int, to []byte) {
+	hl := int(b.tail - b.data)
+	if off < hl {
+		c := copy(to, b.head[int(b.data)+off:b.tail])
+		to = to[c:]
+		off += c
+	}
+	if len(to) == 0 {
+		return
+	}
+	off -= hl
+	s := b.shinfo
+	for i := range int(s.hot.nrFrags) {
+		f := s.frags[i]
+		if off < int(f.size) {
+			c := copy(to, f.Bytes()[off:])
+			to = to[c:]
+			if len(to) == 0 {
+				return
+			}
+			off = 0
+			continue
+		}
+		off -= int(f.size)
+	}
+	for c := s.fragList; c != nil; c = c.next {
+		if off < int(c.m.len) {
+			k := min(len(to), int(c.m.len)-off)
+			c.copyBits(off, to[:k])
+			to = to[k:]
+			if len(to) == 0 {
+				return
+			}
+			off = 0
+			continue
+		}
+		off -= int(c.m.len)
+	}
+}
+
+// cloneList clones every buffer of a frag list, in order.
+func cloneList(a Allocator, first *Buff) (*Buff, error) {
+	var head *Buff
+	p := &head
+	for c := first; c != nil; c = c.next {
+		n, err := c.Clone(a)
+		if err != nil {
+			for h := head; h != nil; {
+				next := h.next
+				h.next = nil
+				h.FreeTo(a)
+				h = next
+			}
+			return nil, err
+		}
+		*p = n
+		p = &n.next
+	}
+	return head, nil
+}
+
+// copyHeader copies old's metadata into n (skb_copy_header), keeping n's
+// lengths, and moves the header offsets by delta bytes.
+func copyHeader(n, old *Buff, delta int) {
+	l, dl := n.m.len, n.m.dataLen
+	n.m = old.m
+	n.m.len, n.m.dataLen = l, dl
+	shiftHeaders(&n.m, delta)
+}
+
+// shiftHeaders moves the set header offsets and csum_start by delta bytes
+// (skb_headers_offset_update).
+func shiftHeaders(m *meta, delta int) {
+	if delta == 0 {
+		return
+	}
+	d := uint32(delta)
+	if m.macHeader != 0 {
+		m.macHeader += d
+	}
+	if m.netHeader != 0 {
+		m.netHeader += d
+	}
+	if m.transHeader != 0 {
+		m.transHeader += d
+	}
+	if m.ipSummed == ChecksumPartial {
+		m.csumStart += d
+	}
+}
+
+// copyGSO copies the GSO parameters from old to s.
+func copyGSO(s, old *Shared) {
+	s.hot.gsoSize, s.hot.gsoSegs, s.hot.gsoType = old.hot.gsoSize, old.hot.gsoSegs, old.hot.gsoType
+}
