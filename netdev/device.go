@@ -1,0 +1,139 @@
+package netdev
+
+import (
+	"time"
+
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// Handler receives one packet from Poll. The handler owns b: it must Free it
+// (into the device's Cache, on the device's goroutine, is fastest) or pass it
+// on to a function that takes ownership, such as another device's Xmit.
+type Handler func(b *skb.Buff)
+
+// Device is one queue of a network device, a socket or a simulated NIC, as a
+// driver presents it. See the package documentation for the rules of
+// transmit, receive and concurrency.
+type Device interface {
+	// Xmit queues b for transmission and rings the doorbell unless more is
+	// true and the ring has room (ndo_start_xmit with xmit_more). Xmit takes
+	// ownership of b, also when it returns an error. It returns ErrQueueFull,
+	// ErrTooBig, ErrClosed or the wrapped error of the doorbell's system call;
+	// a failed doorbell drops what was queued, counted in tx_dropped.
+	Xmit(b *skb.Buff, more bool) error
+
+	// Flush rings the doorbell now for whatever Xmit queued. It returns the
+	// wrapped error of the doorbell's system call, or ErrClosed.
+	Flush() error
+
+	// TxAvail returns how many more packets Xmit can queue before the ring
+	// is full (after which Xmit rings the doorbell, and drops if the ring is
+	// still full).
+	TxAvail() int
+
+	// Poll receives up to budget packets without blocking and calls h for
+	// each, in arrival order (napi_poll). It returns how many it handed to h.
+	// Bad packets are dropped and counted, never handed over. It returns
+	// ErrClosed after Close, or the wrapped error of the receive system call.
+	Poll(budget int, h Handler) (int, error)
+
+	// Wait blocks until Poll would find a packet or timeout passes; a
+	// negative timeout waits without limit. It returns nil when there is
+	// something to receive, ErrTimeout, or ErrClosed once the device is
+	// closed (Close wakes a waiting Wait).
+	Wait(timeout time.Duration) error
+
+	// Cache returns the pool cache the device allocates receive buffers
+	// from. Callers on the device's goroutine may allocate transmit buffers
+	// from it and free received buffers into it.
+	Cache() *pool.Cache
+
+	// Stats returns a snapshot of the device's counters. Safe for concurrent
+	// use; figures are as of the last completed batch.
+	Stats() Stats
+
+	// Close stops the device, frees every buffer it still holds (queued for
+	// transmit, posted for receive) and releases its resources. Safe for
+	// concurrent use; later calls return ErrClosed.
+	Close() error
+}
+
+// Defaults shared by the drivers.
+const (
+	// DefaultHeadroom is the headroom reserved in every receive and
+	// transmit buffer, in bytes (skb.DefaultHeadroom).
+	DefaultHeadroom = skb.DefaultHeadroom
+	// DefaultCopybreak is the receive copybreak threshold in bytes: shorter
+	// packets are copied into a right-sized buffer (seed 001: SKB_TSHOLD).
+	DefaultCopybreak = 256
+	// CopybreakOff, as Config.Copybreak, turns copybreak off.
+	CopybreakOff = -1
+	// DefaultBatch is the transmit ring's depth and the receive batch: the
+	// most packets one doorbell or one receive call moves.
+	DefaultBatch = 64
+)
+
+// Config holds the settings every driver takes. The zero Config is usable:
+// the drivers fill in the defaults.
+type Config struct {
+	// Pool is where buffers come from; nil makes the driver create its own
+	// pool, closed with the device.
+	Pool *pool.Pool
+	// Headroom is reserved in every receive buffer, in bytes; 0 means
+	// DefaultHeadroom.
+	Headroom int
+	// Copybreak is the receive copybreak threshold in bytes: 0 means
+	// DefaultCopybreak, CopybreakOff turns it off.
+	Copybreak int
+	// Batch is the transmit ring's depth and the receive batch; 0 means
+	// DefaultBatch.
+	Batch int
+}
+
+// CopybreakThreshold returns the effective threshold: DefaultCopybreak for 0,
+// 0 (off) for CopybreakOff or any negative value.
+func (c Config) CopybreakThreshold() int {
+	switch {
+	case c.Copybreak == 0:
+		return DefaultCopybreak
+	case c.Copybreak < 0:
+		return 0
+	}
+	return c.Copybreak
+}
+
+// HeadroomBytes returns the effective headroom: DefaultHeadroom for 0.
+func (c Config) HeadroomBytes() int {
+	if c.Headroom <= 0 {
+		return DefaultHeadroom
+	}
+	return c.Headroom
+}
+
+// BatchSize returns the effective batch: DefaultBatch for 0.
+func (c Config) BatchSize() int {
+	if c.Batch <= 0 {
+		return DefaultBatch
+	}
+	return c.Batch
+}
+
+// Copybreak applies receive copybreak to b (seed 001, SKB_TSHOLD): when b is
+// linear and shorter than threshold bytes, it copies b's data, metadata and
+// header offsets into a right-sized buffer from c and returns that, leaving b
+// free for the driver to repost; otherwise, or when no small buffer is
+// available, it returns nil and b is unchanged. Copybreak does not take
+// ownership of b; the caller owns the returned buffer and must Free it or pass
+// it on to a function that takes ownership.
+func Copybreak(c *pool.Cache, b *skb.Buff, threshold int) *skb.Buff {
+	n := b.Len()
+	if n >= threshold || b.IsNonlinear() {
+		return nil
+	}
+	small, err := b.CopyExpand(c, c.Headroom(), 0)
+	if err != nil {
+		return nil
+	}
+	return small
+}
