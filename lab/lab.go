@@ -12,8 +12,8 @@ import (
 // RecordDir holds one JSON record per lab, named <name>.json, written before
 // the lab's namespaces are made and removed after they are gone. The record
 // names the owning process (pid and start time), so Cleanup can tell a lab
-// in use from one whose process was killed. It lives on /run, a tmpfs, like
-// the lab itself it does not survive a reboot.
+// in use from one whose process was killed. It lives on /run, a tmpfs: like
+// the lab itself, it does not survive a reboot.
 const RecordDir = "/run/skb/lab"
 
 // Host is one side of a lab: a network namespace holding one end of the veth

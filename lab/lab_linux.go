@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -88,7 +89,8 @@ func Remove(name string) error {
 // namespaces' names (a namespace itself lives on while a socket or process
 // still uses it, without the veth), closes the handles and removes the record.
 // Close is idempotent: later calls, and Close after Release, do nothing and
-// return nil. It must not run while Do is running on one of the lab's hosts.
+// return nil. Close may run while Do runs on one of the lab's hosts: fn goes
+// on in a namespace that has lost its veth and its name.
 func (l *Lab) Close() error {
 	var err error
 	l.once.Do(func() {
@@ -539,12 +541,67 @@ func (l *Lab) build(m *made) error {
 			}
 		}
 	}
+	if err := l.waitReady(hA, hB, readyTimeout); err != nil {
+		return err
+	}
 	if o.Threaded {
 		if err := l.B.SetThreaded(true); err != nil {
 			return err
 		}
 	}
 	return l.fill(hA, hB)
+}
+
+// readyTimeout bounds how long New waits for the link to become usable.
+const readyTimeout = 5 * time.Second
+
+// waitReady waits until both veth ends are operationally up and, with IPv6,
+// each end's address has its local route. Setting a veth end up only queues
+// the carrier change: the link watcher (net/core/link_watch.c) later sets the
+// operational state and activates the transmit queues, and until then they
+// hold noop_qdisc, which drops every packet without an error to the sender.
+// An IPv6 address becomes local only when its (skipped) DAD completes, after
+// the carrier is on (addrconf_dad_completed in net/ipv6/addrconf.c); until
+// then a packet to it is dropped as Ip6InAddrErrors.
+func (l *Lab) waitReady(hA, hB *netlink.Handle, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for delay := 50 * time.Microsecond; ; delay = min(2*delay, 10*time.Millisecond) {
+		why, err := l.notReady(hA, hB)
+		if err != nil || why == "" {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("lab: wait for the link: %s after %v", why, timeout)
+		}
+		time.Sleep(delay)
+	}
+}
+
+// notReady says what is not ready yet, or "" when all is.
+func (l *Lab) notReady(hA, hB *netlink.Handle) (string, error) {
+	for _, s := range []struct {
+		h  *Host
+		nh *netlink.Handle
+	}{{&l.A, hA}, {&l.B, hB}} {
+		link, err := s.nh.LinkByName(s.h.Ifname)
+		if err != nil {
+			return "", fmt.Errorf("lab: find %s in %s: %w", s.h.Ifname, s.h.NSName, err)
+		}
+		if st := link.Attrs().OperState; st != netlink.OperUp {
+			return fmt.Sprintf("%s is %v", s.h.Ifname, st), nil
+		}
+		if !s.h.Addr6.IsValid() {
+			continue
+		}
+		routes, err := s.nh.RouteGet(net.IP(s.h.Addr6.AsSlice()))
+		if err != nil {
+			return "", fmt.Errorf("lab: route to %v in %s: %w", s.h.Addr6, s.h.NSName, err)
+		}
+		if len(routes) == 0 || routes[0].Type != unix.RTN_LOCAL {
+			return fmt.Sprintf("%v is not yet local on %s", s.h.Addr6, s.h.Ifname), nil
+		}
+	}
+	return "", nil
 }
 
 // attach opens the namespaces of a recorded lab and reads its links.

@@ -312,6 +312,15 @@ func TestDo(t *testing.T) {
 		t.Error("Do returned after fn panicked")
 	}()
 
+	// runtime.Goexit in fn (what t.FailNow does) ends the caller's goroutine.
+	done := make(chan bool)
+	go func() {
+		defer close(done)
+		l.A.Do(func() error { runtime.Goexit(); return nil })
+		t.Error("Do returned after fn called runtime.Goexit")
+	}()
+	<-done
+
 	// A program started inside Do runs in the namespace.
 	var out []byte
 	err = l.B.Do(func() (err error) {
@@ -569,10 +578,10 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// TestHelperProcess is not a test: run by TestCleanupStale and
+// TestChildProcess is not a test: run by TestCleanupStale and
 // TestUnprivileged as a child process.
-func TestHelperProcess(t *testing.T) {
-	switch os.Getenv("SKB_LAB_HELPER") {
+func TestChildProcess(t *testing.T) {
+	switch os.Getenv("SKB_LAB_CHILD") {
 	case "make-and-hang":
 		l, err := lab.New(lab.Options{})
 		if err != nil {
@@ -599,8 +608,8 @@ func TestHelperProcess(t *testing.T) {
 
 func TestCleanupStale(t *testing.T) {
 	labtest.RequireRoot(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), "SKB_LAB_HELPER=make-and-hang")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$")
+	cmd.Env = append(os.Environ(), "SKB_LAB_CHILD=make-and-hang")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -656,9 +665,9 @@ func TestUnprivileged(t *testing.T) {
 	if err := os.WriteFile(bin, src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run=^TestHelperProcess$")
+	cmd := exec.Command(bin, "-test.run=^TestChildProcess$")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SKB_LAB_HELPER=unprivileged")
+	cmd.Env = append(os.Environ(), "SKB_LAB_CHILD=unprivileged")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
