@@ -441,3 +441,8 @@ func (p *Pool) unmapAll() error {
 	errs = append(errs, p.pages.unmapAll())
 	return errors.Join(errs...)
 }
+
+// Owns reports whether b's data block lies in one of p's arenas, so that its
+// HeadAddr is an address in p's memory (an AF_XDP driver transmits such a
+// buffer without copying it).
+func (p *Pool) Owns(b *skb.Buff) bool { return b.DataHome() == skb.Recycler(p) }

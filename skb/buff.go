@@ -474,3 +474,8 @@ func (b *Buff) Home() Recycler { return b.home }
 func (s *Shared) hasExtra() bool {
 	return s.hot.nrFrags != 0 || s.fragList != nil || s.destructor != nil
 }
+
+// DataHome returns the recycler of b's data block: the pool its memory
+// belongs to. Drivers use it to tell a buffer in their own arena (an AF_XDP
+// UMEM) from one they must copy.
+func (b *Buff) DataHome() Recycler { return b.shinfo.home }
