@@ -15,7 +15,7 @@ var (
 	ErrInvalid = errors.New("invalid option")
 
 	// ErrNotFound is returned by Open and Remove when no lab of that name is
-	// recorded under RecordDir.
+	// recorded (see RecordDir).
 	ErrNotFound = errors.New("no such lab")
 
 	// ErrNoNAPI is returned with the kernel's errno by SetThreaded when the veth

@@ -3,6 +3,7 @@ package lab
 import (
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -13,8 +14,23 @@ import (
 // the lab's namespaces are made and removed after they are gone. The record
 // names the owning process (pid and start time), so Cleanup can tell a lab
 // in use from one whose process was killed. It lives on /run, a tmpfs: like
-// the lab itself, it does not survive a reboot.
+// the lab itself, it does not survive a reboot. The environment variable
+// named by RecordDirEnv, when set, names another directory: a process that
+// sets it sees, lists and cleans up only the labs recorded there (tests use
+// it to keep `skb lab down --all` away from labs of other tests).
 const RecordDir = "/run/skb/lab"
+
+// RecordDirEnv is the environment variable that overrides RecordDir.
+const RecordDirEnv = "SKB_LAB_DIR"
+
+// recordDir returns the directory of lab records in use: RecordDirEnv's value
+// or RecordDir.
+func recordDir() string {
+	if d := os.Getenv(RecordDirEnv); d != "" {
+		return d
+	}
+	return RecordDir
+}
 
 // Host is one side of a lab: a network namespace holding one end of the veth
 // pair. Its fields are set by New or Open and must not be changed. NS is an
@@ -69,7 +85,7 @@ type Info struct {
 // and the process that made it is gone.
 func (i Info) Stale() bool { return !i.Persist && !i.Alive }
 
-// record is the JSON kept in RecordDir/<name>.json.
+// record is the JSON kept in the record directory as <name>.json.
 type record struct {
 	Name    string    `json:"name"`
 	NSA     string    `json:"ns_a"`

@@ -389,7 +389,7 @@ func privileges() error {
 		}
 	}
 	if os.Geteuid() != 0 && eff&(1<<unix.CAP_DAC_OVERRIDE) == 0 {
-		missing = append(missing, "CAP_DAC_OVERRIDE (to write /run/netns and "+RecordDir+")")
+		missing = append(missing, "CAP_DAC_OVERRIDE (to write /run/netns and "+recordDir()+")")
 	}
 	if len(missing) > 0 {
 		list := missing[len(missing)-1]

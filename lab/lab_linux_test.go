@@ -55,8 +55,8 @@ func assertGone(t *testing.T, name string) {
 			t.Errorf("/run/netns/%s: %v, want it gone", n, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(lab.RecordDir, name+".json")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("record of %s: %v, want it gone", name, err)
+	if _, err := lab.Open(name); !errors.Is(err, lab.ErrNotFound) {
+		t.Errorf("lab %s still recorded: Open = %v", name, err)
 	}
 }
 
@@ -71,6 +71,28 @@ func recordNames(t *testing.T) map[string]bool {
 		m[i.Name] = true
 	}
 	return m
+}
+
+// ownState returns the namespaces and records of this process's labs, and of
+// the lab called name: tests of other packages make labs at the same time.
+func ownState(t *testing.T, name string) (ns, records []string) {
+	t.Helper()
+	prefix := "skb" + strconv.Itoa(os.Getpid()) + "_"
+	for n := range netnsList(t) {
+		if strings.HasPrefix(n, prefix) || (name != "" && (n == name+"A" || n == name+"B")) {
+			ns = append(ns, n)
+		}
+	}
+	infos, err := lab.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range infos {
+		if i.PID == os.Getpid() || i.Name == name {
+			records = append(records, i.Name)
+		}
+	}
+	return ns, records
 }
 
 func TestNewClose(t *testing.T) {
@@ -474,7 +496,7 @@ func TestBadOptions(t *testing.T) {
 		{"too many queues", lab.Options{Queues: 100000}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nsBefore, recBefore := netnsList(t), recordNames(t)
+			nsBefore, recBefore := ownState(t, tc.o.Name)
 			l, err := lab.New(tc.o)
 			if err == nil {
 				l.Close()
@@ -484,11 +506,9 @@ func TestBadOptions(t *testing.T) {
 			if tc.is != nil && !errors.Is(err, tc.is) {
 				t.Errorf("error %v does not match %v", err, tc.is)
 			}
-			if nsAfter := netnsList(t); len(nsAfter) != len(nsBefore) {
-				t.Errorf("namespaces before %v, after %v", nsBefore, nsAfter)
-			}
-			if recAfter := recordNames(t); len(recAfter) != len(recBefore) {
-				t.Errorf("records before %v, after %v", recBefore, recAfter)
+			nsAfter, recAfter := ownState(t, tc.o.Name)
+			if len(nsAfter) != len(nsBefore) || len(recAfter) != len(recBefore) {
+				t.Errorf("namespaces before %v, after %v; records before %v, after %v", nsBefore, nsAfter, recBefore, recAfter)
 			}
 			if tc.o.Name != "" && validLen(tc.o.Name) {
 				assertGone(t, tc.o.Name)

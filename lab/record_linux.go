@@ -34,13 +34,13 @@ func generatedName() string {
 	return "skb" + strconv.Itoa(os.Getpid()) + "_" + strconv.FormatUint(uint64(n), 36)
 }
 
-func recordPath(name string) string { return filepath.Join(RecordDir, name+".json") }
+func recordPath(name string) string { return filepath.Join(recordDir(), name+".json") }
 
 // claim picks the lab's name and writes its record, which fails if the name is
 // taken. The record is written to a temporary file and linked into place, so
 // that a reader never sees half of one.
 func claim(opts Options) (record, error) {
-	if err := os.MkdirAll(RecordDir, 0o755); err != nil {
+	if err := os.MkdirAll(recordDir(), 0o755); err != nil {
 		return record{}, fmt.Errorf("lab: new: %w%s", err, need(err, "CAP_DAC_OVERRIDE"))
 	}
 	start, _ := procStart(os.Getpid())
@@ -52,7 +52,7 @@ func claim(opts Options) (record, error) {
 		if err != nil {
 			return rec, err
 		}
-		tmp, err := os.CreateTemp(RecordDir, ".tmp-")
+		tmp, err := os.CreateTemp(recordDir(), ".tmp-")
 		if err != nil {
 			return rec, err
 		}
@@ -70,7 +70,7 @@ func claim(opts Options) (record, error) {
 		rec, err := try(opts.Name)
 		if err != nil {
 			if errors.Is(err, os.ErrExist) {
-				return rec, fmt.Errorf("lab: new %s: %w: a lab of that name is recorded in %s (remove it with `skb lab down --name %s`)", opts.Name, err, RecordDir, opts.Name)
+				return rec, fmt.Errorf("lab: new %s: %w: a lab of that name is recorded in %s (remove it with `skb lab down --name %s`)", opts.Name, err, recordDir(), opts.Name)
 			}
 			return rec, fmt.Errorf("lab: new %s: record: %w", opts.Name, err)
 		}
@@ -168,12 +168,12 @@ func deleteVeth(nsName, ifname string) error {
 	return nil
 }
 
-// List returns the labs recorded in RecordDir, sorted by name, with whether
-// each one's process still runs (the pid exists and has the recorded start
-// time, so a reused pid does not count). An empty or missing RecordDir gives
-// an empty list.
+// List returns the labs recorded in RecordDir (or RecordDirEnv's directory),
+// sorted by name, with whether each one's process still runs (the pid exists
+// and has the recorded start time, so a reused pid does not count). An empty
+// or missing directory gives an empty list.
 func List() ([]Info, error) {
-	ents, err := os.ReadDir(RecordDir)
+	ents, err := os.ReadDir(recordDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -185,13 +185,28 @@ func TestLabThreaded(t *testing.T) {
 
 func TestLabExecTemp(t *testing.T) {
 	labtest.RequireRoot(t)
-	before, _ := lab.List()
-	out := mustSkb(t, "lab", "exec", "--temp", "--mtu", "2000", "a", "--", "ip", "-o", "-4", "link", "show")
-	if !strings.Contains(out, "mtu 2000") {
+	name := testLabName("skbg")
+	t.Cleanup(func() { lab.Remove(name) })
+	out := mustSkb(t, "lab", "exec", "--temp", "--name", name, "--mtu", "2000", "a", "--", "ip", "-o", "-4", "link", "show")
+	if !strings.Contains(out, "mtu 2000") || !strings.Contains(out, name+"A0") {
 		t.Errorf("exec --temp --mtu 2000: %q", out)
 	}
-	if after, _ := lab.List(); len(after) != len(before) {
-		t.Errorf("labs before %v, after %v", before, after)
+	labGone(t, name)
+
+	// Without --name the lab gets a generated name; once skb has exited, a lab
+	// it left would be stale. A record directory of its own keeps other
+	// tests' labs out of the list.
+	t.Setenv(lab.RecordDirEnv, t.TempDir())
+	out = mustSkb(t, "lab", "exec", "--temp", "b", "--", "ip", "-o", "-4", "addr", "show")
+	if !strings.Contains(out, "198.18.0.2/24") {
+		t.Errorf("exec --temp b: %q", out)
+	}
+	infos, err := lab.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 0 {
+		t.Errorf("labs left after exec --temp: %+v", infos)
 	}
 }
 
@@ -260,13 +275,11 @@ func TestLabBadFlags(t *testing.T) {
 }
 
 // TestLabDownAll checks that down --all removes persistent labs and keeps the
-// labs of running processes. It would remove anyone's persistent labs, so it
-// runs only when no lab but its own is recorded.
+// labs of running processes. It records its labs in a directory of its own,
+// so that down --all sees no lab of anyone else.
 func TestLabDownAll(t *testing.T) {
 	labtest.RequireRoot(t)
-	if infos, _ := lab.List(); len(infos) > 0 {
-		t.Skipf("other labs are recorded (%s...), and down --all would remove them", infos[0].Name)
-	}
+	t.Setenv(lab.RecordDirEnv, t.TempDir())
 	name := testLabName("skbf")
 	t.Cleanup(func() { lab.Remove(name) })
 	mustSkb(t, "lab", "up", "--name", name)
