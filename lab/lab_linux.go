@@ -555,14 +555,20 @@ func (l *Lab) build(m *made) error {
 // readyTimeout bounds how long New waits for the link to become usable.
 const readyTimeout = 5 * time.Second
 
-// waitReady waits until both veth ends are operationally up and, with IPv6,
-// each end's address has its local route. Setting a veth end up only queues
-// the carrier change: the link watcher (net/core/link_watch.c) later sets the
-// operational state and activates the transmit queues, and until then they
-// hold noop_qdisc, which drops every packet without an error to the sender.
-// An IPv6 address becomes local only when its (skipped) DAD completes, after
-// the carrier is on (addrconf_dad_completed in net/ipv6/addrconf.c); until
-// then a packet to it is dropped as Ip6InAddrErrors.
+// waitReady waits until the veth pair carries packets both ways and, with
+// IPv6, each end's address has its local route. A veth end gets its carrier
+// when both ends are up (veth_open in drivers/net/veth.c). Bringing up B, the
+// second end, activates B's transmit queues at once, since its carrier is
+// already on (dev_activate in net/sched/sch_generic.c); A's queues are
+// activated later by the link watcher (linkwatch_do_dev in
+// net/core/link_watch.c), right after it sets A's operational state to up,
+// and until then they hold noop_qdisc, which drops every packet without an
+// error to the sender. So A must be operationally up and B must have its
+// carrier; B's own operational state may lag by up to a second, as the link
+// watcher delays events it does not deem urgent. An IPv6 address becomes local
+// only when its (skipped) DAD completes after the carrier is on
+// (addrconf_dad_completed in net/ipv6/addrconf.c); until then a packet to it
+// is dropped and counted in Ip6InAddrErrors.
 func (l *Lab) waitReady(hA, hB *netlink.Handle, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for delay := 50 * time.Microsecond; ; delay = min(2*delay, 10*time.Millisecond) {
@@ -587,8 +593,10 @@ func (l *Lab) notReady(hA, hB *netlink.Handle) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("lab: find %s in %s: %w", s.h.Ifname, s.h.NSName, err)
 		}
-		if st := link.Attrs().OperState; st != netlink.OperUp {
-			return fmt.Sprintf("%s is %v", s.h.Ifname, st), nil
+		if a := link.Attrs(); s.h == &l.A && a.OperState != netlink.OperUp {
+			return fmt.Sprintf("%s is %v", s.h.Ifname, a.OperState), nil
+		} else if a.RawFlags&unix.IFF_LOWER_UP == 0 {
+			return fmt.Sprintf("%s has no carrier", s.h.Ifname), nil
 		}
 		if !s.h.Addr6.IsValid() {
 			continue
