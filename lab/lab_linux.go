@@ -25,6 +25,13 @@ import (
 // lo and the veth ends up, and adds permanent neighbour entries so that neither
 // side sends ARP: the steps of `ip netns add`, `ip link add ... type veth peer
 // ...`, `ip addr add` and `ip neigh replace ... nud permanent`, done with netlink.
+// It returns only once packets flow both ways: A's transmit queues are
+// active (the kernel activates them asynchronously, and drops packets
+// silently until then) and, with IPv6, both addresses are local. B's
+// operational state (IFF_RUNNING, "state UP" in ip link) may still read down
+// for up to a second after that, which no packet path depends on. New takes
+// a few milliseconds on an idle machine, more with offloads (ethtool runs
+// twice per end).
 //
 // New needs root, or CAP_SYS_ADMIN and CAP_NET_ADMIN (and write access to
 // /run); without them it returns an error naming what is missing and matching
@@ -89,7 +96,8 @@ func Remove(name string) error {
 // namespaces' names (a namespace itself lives on while a socket or process
 // still uses it, without the veth), closes the handles and removes the record.
 // Close is idempotent: later calls, and Close after Release, do nothing and
-// return nil. Close may run while Do runs on one of the lab's hosts: fn goes
+// return nil. When a part cannot be removed, Close returns the errors joined
+// and keeps the record, so that Remove or Cleanup can try again. Close may run while Do runs on one of the lab's hosts: fn goes
 // on in a namespace that has lost its veth and its name.
 func (l *Lab) Close() error {
 	var err error
