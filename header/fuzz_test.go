@@ -369,7 +369,11 @@ func FuzzTCP(f *testing.F) {
 		}
 		return transport(b, fr)
 	})
-	f.Add(func() []byte { c := make([]byte, 28); TCP(c).Encode(&TCPFields{Options: []byte{2, 4, 5, 0xb4, 8, 10, 0}}); return c }())
+	f.Add(func() []byte {
+		c := make([]byte, 28)
+		TCP(c).Encode(&TCPFields{Options: []byte{2, 4, 5, 0xb4, 8, 10, 0}})
+		return c
+	}())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := ParseTCP(b)
 		var g layers.TCP

@@ -469,15 +469,15 @@ func TestGopacketRandomChecksums(t *testing.T) {
 // its own checksums and lengths: the bytes must come out the same.
 func TestBuiltHereReadByGopacket(t *testing.T) {
 	frames := map[string][]byte{
-		"BuildUDP v4":      udpFrame(t, udp4Frame(), 100),
-		"BuildUDP v6":      udpFrame(t, udp6Frame(), 99),
-		"BuildUDP v4 vlan": udpFrame(t, &UDPFrame{Source: mac1, Destination: mac2, VLANProto: EtherTypeVLAN, VLANTCI: 0xb00b, SourceIP: ip4a, DestinationIP: ip4b, SourcePort: 5, DestinationPort: 6, TOS: 4, TTL: 9, ID: 77, DontFragment: true}, 1),
+		"BuildUDP v4":        udpFrame(t, udp4Frame(), 100),
+		"BuildUDP v6":        udpFrame(t, udp6Frame(), 99),
+		"BuildUDP v4 vlan":   udpFrame(t, &UDPFrame{Source: mac1, Destination: mac2, VLANProto: EtherTypeVLAN, VLANTCI: 0xb00b, SourceIP: ip4a, DestinationIP: ip4b, SourcePort: 5, DestinationPort: 6, TOS: 4, TTL: 9, ID: 77, DontFragment: true}, 1),
 		"BuildUDP v6 fields": udpFrame(t, &UDPFrame{SourceIP: ip6b, DestinationIP: ip6a, SourcePort: 7, DestinationPort: 8, TOS: 0xfc, TTL: 255, FlowLabel: 0xfffff}, 0),
-		"tcp4":             tcpFrame(false, 33),
-		"tcp6":             tcpFrame(true, 1),
-		"icmp4":            icmpFrame(false),
-		"icmp6":            icmpFrame(true),
-		"arp":              arpFrame(),
+		"tcp4":               tcpFrame(false, 33),
+		"tcp6":               tcpFrame(true, 1),
+		"icmp4":              icmpFrame(false),
+		"icmp6":              icmpFrame(true),
+		"arp":                arpFrame(),
 	}
 	for name, b := range frames {
 		t.Run(name, func(t *testing.T) {
