@@ -34,14 +34,18 @@
 // ChecksumUpdate32 and ChecksumUpdateBytes apply RFC 1624 incremental
 // updates (NAT, TTL decrement); FinishChecksum completes a CHECKSUM_PARTIAL
 // packet from csum_start and csum_offset as the kernel's skb_checksum_help
-// does. Sums are returned folded and not complemented; the value stored in
-// a header is the complement, computed by the views' ComputeChecksum.
+// does. ChecksumBuff and FinishChecksumBuff do the same over an skb.Buff,
+// page frags and frag list included (the kernel's skb_checksum and
+// skb_checksum_help). Sums are returned folded and not complemented; the
+// value stored in a header is the complement, computed by the views'
+// ComputeChecksum.
 //
 // # What it is not
 //
 // It is not a protocol stack: it does not reassemble fragments, track
 // connections, answer ARP or ICMP, or decide what to do with a packet. It
 // does not decode application protocols, IPv6 jumbograms (RFC 2675),
-// tunnels or IPsec payloads. It owns no buffers and makes no system calls;
-// it is pure Go and builds on every platform.
+// tunnels or IPsec payloads. It owns no buffers (the skb functions read or
+// finish a buffer the caller keeps) and makes no system calls; it is pure Go
+// and builds on every platform.
 package header

@@ -48,6 +48,15 @@ var (
 	// or csum_start+csum_offset+2 lies outside the packet.
 	ErrBadChecksumOffset = errors.New("header: checksum start or offset out of range")
 
+	// ErrGSO is returned by FinishChecksumBuff for a GSO buffer: its
+	// checksums are per segment, so it must be segmented first (the
+	// kernel's skb_checksum_help returns -EINVAL).
+	ErrGSO = errors.New("header: checksum of a GSO buffer: segment it first")
+
+	// ErrCloned is returned by FinishChecksumBuff when the buffer's data
+	// is shared and no allocator was given to make its head private.
+	ErrCloned = errors.New("header: buffer data is shared and no allocator was given")
+
 	// ErrBadAddress is returned by BuildUDP when the source and destination
 	// addresses are invalid or of different families.
 	ErrBadAddress = errors.New("header: bad address")
