@@ -1,0 +1,327 @@
+package afpacket
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/net/bpf"
+
+	"github.com/skbdev/skb/netdev"
+)
+
+// TxMode chooses how Xmit hands frames to the kernel. The zero value is
+// DefaultTxMode.
+type TxMode uint8
+
+const (
+	// TxDefault picks DefaultTxMode.
+	TxDefault TxMode = iota
+	// TxMmsg queues the caller's buffers and sends the batch with one
+	// sendmmsg(2) as the doorbell, one message per frame; the kernel copies
+	// each frame into a new sk_buff (packet_snd). The buffers are freed after
+	// the doorbell.
+	TxMmsg
+	// TxRing copies each frame into the next slot of a PACKET_TX_RING
+	// (TPACKET_V3 frames, Documentation/networking/packet_mmap.rst) and rings
+	// the doorbell with one send(2) of no data (tpacket_snd), which sends
+	// every slot marked TP_STATUS_SEND_REQUEST. The buffer is freed as soon
+	// as it is copied: the ring holds the frame from then on.
+	TxRing
+)
+
+// DefaultTxMode is the mode TxDefault selects: sendmmsg, measured faster than
+// the transmit ring on veth (see the package documentation for the figures).
+const DefaultTxMode = TxMmsg
+
+// String returns "default", "mmsg" or "ring".
+func (m TxMode) String() string {
+	switch m {
+	case TxDefault:
+		return "default"
+	case TxMmsg:
+		return "mmsg"
+	case TxRing:
+		return "ring"
+	}
+	return fmt.Sprintf("TxMode(%d)", uint8(m))
+}
+
+// FanoutMode is how the kernel spreads received frames over the sockets of a
+// fanout group (PACKET_FANOUT, packet(7)). The zero value, FanoutNone, joins
+// no group.
+type FanoutMode uint8
+
+const (
+	// FanoutNone: the socket is in no fanout group and sees every frame.
+	FanoutNone FanoutMode = iota
+	// FanoutHash: by flow hash, so a flow stays on one socket
+	// (PACKET_FANOUT_HASH).
+	FanoutHash
+	// FanoutLB: round robin (PACKET_FANOUT_LB).
+	FanoutLB
+	// FanoutCPU: by the CPU the frame arrived on (PACKET_FANOUT_CPU).
+	FanoutCPU
+	// FanoutRollover: all to one socket until its ring is full, then the
+	// next (PACKET_FANOUT_ROLLOVER).
+	FanoutRollover
+	// FanoutRandom: at random (PACKET_FANOUT_RND).
+	FanoutRandom
+	// FanoutQM: by the receive queue the device recorded
+	// (PACKET_FANOUT_QM, skb queue_mapping).
+	FanoutQM
+)
+
+// String returns the mode's short name: "none", "hash", "lb", "cpu",
+// "rollover", "random" or "qm".
+func (m FanoutMode) String() string {
+	names := [...]string{"none", "hash", "lb", "cpu", "rollover", "random", "qm"}
+	if int(m) < len(names) {
+		return names[m]
+	}
+	return fmt.Sprintf("FanoutMode(%d)", uint8(m))
+}
+
+// FanoutFlag modifies a fanout mode (the PACKET_FANOUT_FLAG_* bits).
+type FanoutFlag uint16
+
+const (
+	// FanoutFlagRollover moves a frame to another socket of the group when
+	// the chosen one's ring is full (PACKET_FANOUT_FLAG_ROLLOVER).
+	FanoutFlagRollover FanoutFlag = 0x1000
+	// FanoutFlagDefrag reassembles IP fragments before choosing, so that
+	// fragments of one datagram land on one socket
+	// (PACKET_FANOUT_FLAG_DEFRAG).
+	FanoutFlagDefrag FanoutFlag = 0x8000
+)
+
+// Ring geometry defaults.
+const (
+	// DefaultBlockSize is the receive ring's block size in bytes: 256 KiB,
+	// room for about 2000 minimum-size frames or 120 full 1514-byte ones.
+	DefaultBlockSize = 256 << 10
+	// DefaultBlockCount is the number of receive blocks (16 MiB of ring
+	// with the default block size).
+	DefaultBlockCount = 64
+	// DefaultFrameSize is the frame size in bytes: tp_frame_size of the
+	// receive ring and the slot size of the transmit ring, which holds a
+	// frame of up to DefaultFrameSize-48 bytes (the tpacket3_hdr before it).
+	DefaultFrameSize = 2048
+	// DefaultBlockTimeout is the receive block retire timeout: a block that
+	// holds frames is handed to the process after this long even when not
+	// full, which bounds the latency of a lone frame (tp_retire_blk_tov,
+	// whole milliseconds).
+	DefaultBlockTimeout = time.Millisecond
+	// DefaultTxFrames is the number of slots in the transmit ring (TxRing).
+	DefaultTxFrames = 256
+)
+
+// Config configures a Device. The zero value with Ifname set is usable: it
+// receives every frame on the interface into a TPACKET_V3 ring and transmits
+// with DefaultTxMode.
+type Config struct {
+	// Config holds the settings every driver takes: Pool (nil: the device
+	// makes its own, closed with it), Headroom, Copybreak, Batch (the
+	// transmit batch: frames per doorbell).
+	netdev.Config
+
+	// Ifname is the interface to bind to, in the network namespace of the
+	// calling goroutine's thread at Open. Required.
+	Ifname string
+
+	// Protocol is the EtherType to receive, in host byte order (0x0800 for
+	// IPv4); 0 receives every protocol (ETH_P_ALL). It is the protocol the
+	// socket is bound with: the kernel filters before the ring.
+	Protocol uint16
+
+	// TxMode is how Xmit sends; TxDefault means DefaultTxMode.
+	TxMode TxMode
+
+	// TxOnly makes a socket that receives nothing: no receive ring is
+	// mapped and the socket is bound with protocol 0, as a pure sender
+	// (pktgen) wants. Poll then always returns 0 and Wait only times out.
+	TxOnly bool
+
+	// UseQdisc sends through the interface's queueing discipline, where tc
+	// and other packet sockets see the frames. By default the qdisc is
+	// bypassed (PACKET_QDISC_BYPASS): faster, but nothing on the host sees
+	// or shapes what the device sends.
+	UseQdisc bool
+
+	// Outgoing delivers frames the host itself sends on the interface
+	// (sll_pkttype PACKET_OUTGOING). By default they are not queued to the
+	// socket at all (PACKET_IGNORE_OUTGOING, or the fanout flag of that
+	// name) and any that still arrive are skipped and counted.
+	Outgoing bool
+
+	// Promisc puts the interface in promiscuous mode while the device is
+	// open (PACKET_MR_PROMISC membership, dropped by the kernel at close).
+	Promisc bool
+
+	// SnapLen is the most bytes of a frame the kernel copies into the ring;
+	// 0 means no limit but the ring's block. A longer frame arrives cut
+	// (tp_snaplen < tp_len): it is dropped and counted in rx_truncated. It
+	// is applied as a classic BPF program returning SnapLen, as tcpdump -s
+	// does.
+	SnapLen int
+
+	// Filter is a classic BPF program run by the kernel on every frame
+	// before the ring (SO_ATTACH_FILTER), such as `tcpdump -dd` prints; nil
+	// accepts all. With SnapLen, each constant return above SnapLen is
+	// lowered to it; a filter returning the accumulator cannot be combined
+	// with SnapLen.
+	Filter []bpf.RawInstruction
+
+	// Fanout joins the socket to fanout group FanoutGroup with this mode,
+	// so that several devices (one per goroutine, each one queue) share the
+	// interface's frames. FanoutGroup 0 asks the kernel for an unused group
+	// id (PACKET_FANOUT_FLAG_UNIQUEID), which Device.FanoutGroup reports
+	// for the others to join. Every member must use the same Protocol,
+	// mode and flags. See OpenFanout.
+	Fanout      FanoutMode
+	FanoutGroup uint16
+	FanoutFlags FanoutFlag
+
+	// Queue is the queue number this device is, stored in every received
+	// buffer's queue mapping (skb_set_queue_mapping). OpenFanout numbers
+	// its devices from 0.
+	Queue int
+
+	// BlockSize is the receive block size in bytes, a multiple of the page
+	// size (0: DefaultBlockSize); BlockCount the number of blocks (0:
+	// DefaultBlockCount); FrameSize the frame size, a multiple of 16 that
+	// divides BlockSize (0: DefaultFrameSize); BlockTimeout the block retire
+	// timeout, rounded up to whole milliseconds (0: DefaultBlockTimeout).
+	// A frame larger than a block cannot be received whole (it is counted
+	// truncated).
+	BlockSize    int
+	BlockCount   int
+	FrameSize    int
+	BlockTimeout time.Duration
+
+	// TxFrames is the number of transmit ring slots for TxRing (0:
+	// DefaultTxFrames); it must be at least the batch.
+	TxFrames int
+
+	// DropMalformed drops received frames whose headers do not parse
+	// (counted rx_dropped_malformed). By default they are delivered, since
+	// a link-layer device carries whatever is on the link: the buffer then
+	// has the header offsets as far as parsing got, and the frame is
+	// counted in RingStats.RxUnparsed.
+	DropMalformed bool
+}
+
+// geometry is a Config with the defaults filled in and checked.
+type geometry struct {
+	blockSize, blockCount, frameSize, timeoutMS int
+	txFrames, txBlockSize                       int
+	batch                                       int
+	mode                                        TxMode
+}
+
+// check fills in the defaults and returns an error wrapping ErrConfig for
+// values the kernel would refuse or that make no sense.
+func (c *Config) check(pageSize int) (geometry, error) {
+	g := geometry{
+		blockSize:  c.BlockSize,
+		blockCount: c.BlockCount,
+		frameSize:  c.FrameSize,
+		txFrames:   c.TxFrames,
+		batch:      c.BatchSize(),
+		mode:       c.TxMode,
+	}
+	if g.blockSize == 0 {
+		g.blockSize = DefaultBlockSize
+	}
+	if g.blockCount == 0 {
+		g.blockCount = DefaultBlockCount
+	}
+	if g.frameSize == 0 {
+		g.frameSize = DefaultFrameSize
+	}
+	if g.txFrames == 0 {
+		g.txFrames = max(DefaultTxFrames, g.batch)
+	}
+	if g.mode == TxDefault {
+		g.mode = DefaultTxMode
+	}
+	tmo := c.BlockTimeout
+	if tmo == 0 {
+		tmo = DefaultBlockTimeout
+	}
+	g.timeoutMS = int((tmo + time.Millisecond - 1) / time.Millisecond)
+	bad := func(format string, args ...any) (geometry, error) {
+		return geometry{}, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Ifname == "":
+		return bad("no interface name")
+	case g.mode > TxRing:
+		return bad("tx mode %v", g.mode)
+	case c.Fanout > FanoutQM:
+		return bad("fanout mode %v", c.Fanout)
+	case c.FanoutFlags&^(FanoutFlagRollover|FanoutFlagDefrag) != 0:
+		return bad("fanout flags %#x", uint16(c.FanoutFlags))
+	case c.Fanout == FanoutNone && (c.FanoutGroup != 0 || c.FanoutFlags != 0):
+		return bad("fanout group %d or flags %#x without a fanout mode", c.FanoutGroup, uint16(c.FanoutFlags))
+	case c.Fanout != FanoutNone && c.TxOnly:
+		return bad("fanout on a transmit-only device")
+	case g.blockSize <= 0 || g.blockSize%pageSize != 0:
+		return bad("block size %d is not a multiple of the page size %d", g.blockSize, pageSize)
+	case g.blockCount <= 0:
+		return bad("block count %d", g.blockCount)
+	case g.frameSize < minFrameSize || g.frameSize%16 != 0 || g.blockSize%g.frameSize != 0:
+		return bad("frame size %d: want a multiple of 16, at least %d, dividing the block size %d", g.frameSize, minFrameSize, g.blockSize)
+	case tmo < 0 || g.timeoutMS > 0xffff:
+		return bad("block timeout %v", c.BlockTimeout)
+	case g.txFrames < g.batch:
+		return bad("%d transmit ring frames for a batch of %d", g.txFrames, g.batch)
+	case c.SnapLen < 0:
+		return bad("snap length %d", c.SnapLen)
+	case c.Queue < 0 || c.Queue > 0xffff:
+		return bad("queue %d", c.Queue)
+	case c.Headroom < 0:
+		return bad("headroom %d", c.Headroom)
+	}
+	// A transmit block holds whole frames and is a multiple of the page
+	// size: the smallest such multiple of the frame size.
+	g.txBlockSize = g.frameSize
+	for g.txBlockSize%pageSize != 0 {
+		g.txBlockSize += g.frameSize
+	}
+	return g, nil
+}
+
+// minFrameSize is the smallest frame that holds the tpacket3_hdr, the
+// sockaddr_ll and an Ethernet header (TPACKET3_HDRLEN + ETH_HLEN, aligned).
+const minFrameSize = 96
+
+// filter returns the classic BPF program to attach for the filter and snap
+// length, or nil for none.
+func (c *Config) filter() ([]bpf.RawInstruction, error) {
+	if c.SnapLen == 0 {
+		return c.Filter, nil
+	}
+	if c.Filter == nil {
+		return []bpf.RawInstruction{{Op: bpfRetK, K: uint32(c.SnapLen)}}, nil
+	}
+	prog := make([]bpf.RawInstruction, len(c.Filter))
+	for i, ins := range c.Filter {
+		switch ins.Op {
+		case bpfRetK:
+			ins.K = min(ins.K, uint32(c.SnapLen))
+		case bpfRetA:
+			return nil, fmt.Errorf("%w: filter instruction %d returns the accumulator, which SnapLen cannot bound", ErrConfig, i)
+		}
+		prog[i] = ins
+	}
+	return prog, nil
+}
+
+// Classic BPF return opcodes (BPF_RET|BPF_K and BPF_RET|BPF_A,
+// include/uapi/linux/filter.h).
+const (
+	bpfRetK = 0x06
+	bpfRetA = 0x16
+)
+
+var _ netdev.Device = (*Device)(nil)

@@ -1,0 +1,215 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/internal/ring"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/skb"
+)
+
+var ne = binary.NativeEndian
+
+// Poll receives up to budget frames from the receive ring without blocking
+// and calls h with each, in arrival order (netdev.Device, napi_poll). It
+// returns how many it handed to h.
+//
+// Every frame is copied out of the ring into a buffer from Cache: a
+// right-sized one for a frame shorter than the copybreak threshold
+// (rx_copybreak), a full 2 KiB one otherwise (larger for a larger frame),
+// with the configured headroom reserved; a block goes back to the kernel as
+// soon as its last frame is copied. The buffer holds the whole frame from
+// its Ethernet header (the mac header, at the start of the data), a VLAN tag
+// the kernel took out put back in its place; the network and transport
+// header offsets and the protocol (the EtherType after any VLAN tags) are
+// set as header.ParseFrame finds them; the receive timestamp is the
+// kernel's; a frame whose checksum the kernel verified is
+// CHECKSUM_UNNECESSARY, and one sent from this host with its checksum still
+// to be computed (TP_STATUS_CSUMNOTREADY) is CHECKSUM_PARTIAL over its UDP
+// or TCP header.
+//
+// A frame cut short by SnapLen or the block size is dropped (rx_truncated),
+// a frame for which no buffer is left is dropped (rx_dropped_nobuf), and
+// frames the kernel dropped because the ring was full are counted from
+// PACKET_STATISTICS (rx_dropped_kernel). h owns each buffer it gets. Poll
+// returns an error matching net.ErrClosed after Close.
+func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if !d.enter() {
+		return 0, d.errs.pollClosed
+	}
+	defer d.exit()
+	if d.rx == nil {
+		return 0, nil
+	}
+	n := 0
+	var unparsed, outgoing, blocks uint64
+	bs := d.g.blockSize
+	for n < budget {
+		base := d.rxBlk * bs
+		if d.rxLeft == 0 {
+			st := ring.Load32(d.rx, base+bdStatus)
+			if st&unix.TP_STATUS_USER == 0 {
+				break
+			}
+			if st&unix.TP_STATUS_LOSING != 0 {
+				d.kernelStats()
+			}
+			d.rxLeft = int(ne.Uint32(d.rx[base+bdNumPkts:]))
+			d.rxOff = int(ne.Uint32(d.rx[base+bdFirstPkt:]))
+		}
+		blk := d.rx[base : base+bs : base+bs]
+		for d.rxLeft > 0 && n < budget {
+			off := d.rxOff
+			if off < bdHeaderSize || off > bs-hSize {
+				// The kernel never writes this; stop reading the block
+				// rather than read outside it.
+				d.ctr.RxDrop(netdev.DropMalformed, d.rxLeft)
+				d.rxLeft = 0
+				break
+			}
+			next := int(ne.Uint32(blk[off+hNext:]))
+			switch d.frame(blk, off, h) {
+			case delivered:
+				n++
+			case deliveredUnparsed:
+				n++
+				unparsed++
+			case skippedOutgoing:
+				outgoing++
+			}
+			d.rxLeft--
+			d.rxOff = off + next
+		}
+		if d.rxLeft == 0 {
+			// Every frame of the block is copied out: hand it back.
+			ring.Store32(d.rx, base+bdStatus, unix.TP_STATUS_KERNEL)
+			d.rxBlk++
+			if d.rxBlk == d.g.blockCount {
+				d.rxBlk = 0
+			}
+			blocks++
+		}
+	}
+	if unparsed != 0 {
+		d.ext.unparsed.Add(unparsed)
+	}
+	if outgoing != 0 {
+		d.ext.outgoing.Add(outgoing)
+	}
+	if blocks != 0 {
+		d.ext.blocks.Add(blocks)
+	}
+	return n, nil
+}
+
+// What became of one frame.
+const (
+	delivered = iota
+	deliveredUnparsed
+	skippedOutgoing
+	dropped
+)
+
+// frame copies the frame whose tpacket3_hdr is at blk[off:] into a new
+// buffer and hands it to h.
+func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
+	hdr := blk[off : off+hSize : off+hSize]
+	snap := int(ne.Uint32(hdr[hSnaplen:]))
+	wire := int(ne.Uint32(hdr[hLen:]))
+	mac := int(ne.Uint16(hdr[hMac:]))
+	status := ne.Uint32(hdr[hStatus:])
+	if blk[off+sllPkttype] == unix.PACKET_OUTGOING && !d.cfg.Outgoing {
+		return skippedOutgoing
+	}
+	if snap < wire {
+		d.ctr.RxDrop(netdev.DropTruncated, 1)
+		return dropped
+	}
+	start := off + mac
+	if mac < hSize || start+snap > len(blk) {
+		d.ctr.RxDrop(netdev.DropMalformed, 1)
+		return dropped
+	}
+	src := blk[start : start+snap]
+	vlan := status&unix.TP_STATUS_VLAN_VALID != 0 && snap >= 12
+	n := snap
+	if vlan {
+		n += header.VLANTagLen
+	}
+	size := n
+	if n >= d.cbreak {
+		size = max(n, d.fullSize)
+	}
+	b, err := d.cache.Alloc(size + d.extraHR)
+	if err != nil {
+		if err == skb.ErrTooBig {
+			d.ctr.RxDrop(netdev.DropTooBig, 1)
+		} else {
+			d.ctr.RxDrop(netdev.DropNoBuffer, 1)
+		}
+		return dropped
+	}
+	if d.extraHR != 0 {
+		b.Reserve(d.extraHR)
+	}
+	dst := b.Put(n)
+	if vlan {
+		// The kernel moved the tag into the skb (vlan offload): put it
+		// back where it was on the wire.
+		tpid := uint16(header.EtherTypeVLAN)
+		if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+			if t := ne.Uint16(hdr[hVlanTP:]); t != 0 {
+				tpid = t
+			}
+		}
+		copy(dst, src[:12])
+		binary.BigEndian.PutUint16(dst[12:], tpid)
+		binary.BigEndian.PutUint16(dst[14:], uint16(ne.Uint32(hdr[hVlanTCI:])))
+		copy(dst[16:], src[12:])
+	} else {
+		copy(dst, src)
+	}
+	b.ResetMacHeader()
+	f, perr := header.ParseFrame(dst)
+	if perr != nil && d.cfg.DropMalformed {
+		d.cache.Free(b)
+		d.ctr.RxDrop(netdev.DropMalformed, 1)
+		return dropped
+	}
+	if f.NetworkOffset != 0 {
+		b.SetNetworkHeader(f.NetworkOffset)
+		b.SetProtocol(f.EtherType)
+	}
+	if f.TransportOffset != 0 {
+		b.SetTransportHeader(f.TransportOffset)
+	}
+	switch {
+	case status&unix.TP_STATUS_CSUMNOTREADY != 0 && f.PayloadOffset != 0 && !f.Fragment:
+		switch f.Protocol {
+		case header.IPProtoUDP:
+			_ = b.SetChecksumPartial(f.TransportOffset, 6)
+		case header.IPProtoTCP:
+			_ = b.SetChecksumPartial(f.TransportOffset, 16)
+		}
+	case status&unix.TP_STATUS_CSUM_VALID != 0:
+		b.SetChecksumUnnecessary()
+	}
+	b.SetTstamp(int64(ne.Uint32(hdr[hSec:]))*1e9 + int64(ne.Uint32(hdr[hNsec:])))
+	if d.cfg.Queue != 0 {
+		b.SetQueueMapping(d.cfg.Queue)
+	}
+	d.ctr.RxPacket(n)
+	if n < d.cbreak {
+		d.ctr.RxCopybreak()
+	}
+	h(b)
+	if perr != nil {
+		return deliveredUnparsed
+	}
+	return delivered
+}
