@@ -64,14 +64,24 @@ func (f *ARPFields) Len() int {
 // It returns a *ParseError wrapping ErrTruncated otherwise. It does not
 // check the hardware or protocol type. The returned view aliases b.
 func ParseARP(b []byte) (ARP, error) {
+	n, err := checkARP(b, len(b))
+	if err != nil {
+		return nil, err
+	}
+	return ARP(b[:n]), nil
+}
+
+// checkARP makes ParseARP's checks on b, the first bytes of a packet of
+// avail bytes: the whole ARP packet must lie in b. It returns its length.
+func checkARP(b []byte, avail int) (int, error) {
 	if len(b) < ARPHeaderLen {
-		return nil, errARPShort
+		return 0, short(ARPHeaderLen, avail, errARPShort)
 	}
 	n := ARPHeaderLen + 2*int(b[4]) + 2*int(b[5])
 	if len(b) < n {
-		return nil, errARPAddresses
+		return 0, short(n, avail, errARPAddresses)
 	}
-	return ARP(b[:n]), nil
+	return n, nil
 }
 
 // HardwareType returns bytes 0-1, the hardware address space.

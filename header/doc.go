@@ -18,6 +18,8 @@
 // ParseFrame and ParsePacket walk a frame (Ethernet, VLAN tags, ARP or IP,
 // IPv6 extension headers, UDP/TCP/ICMP) and return the offsets a driver
 // stores in a buffer: network header, transport header, payload, end.
+// ParseFrameBuff and ParsePacketBuff do the same for an skb.Buff whose
+// payload may lie in page frags, and mark the offsets in it.
 // BuildUDP writes the headers of a UDP frame for a packet generator.
 //
 // Parsing, building and checksumming allocate nothing. Errors on bad input

@@ -85,6 +85,10 @@ func perr(layer, reason string, err error) *ParseError {
 
 // The preallocated errors returned on the hot path.
 var (
+	// errLinear: the packet is long enough but the header is not in the
+	// linear data that ParseFrameBuff reads.
+	errLinear = perr("frame", "a header lies past the linear data (pull it in first)", ErrTruncated)
+
 	errEthernetShort = perr("ethernet", "frame shorter than 14 bytes", ErrTruncated)
 	errVLANShort     = perr("vlan", "tag shorter than 4 bytes", ErrTruncated)
 
@@ -124,3 +128,13 @@ var (
 	errICMPv6Short    = perr("icmpv6", "message shorter than 8 bytes", ErrTruncated)
 	errICMPv6Checksum = perr("icmpv6", "checksum", ErrBadChecksum)
 )
+
+// short returns the error for a header of need bytes that the bytes at hand
+// lack: errLinear when the packet, avail bytes in all, has them in its paged
+// part; err otherwise.
+func short(need, avail int, err *ParseError) error {
+	if avail >= need {
+		return errLinear
+	}
+	return err
+}

@@ -1,6 +1,10 @@
 package header
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/skbdev/skb/skb"
+)
 
 // Frame is where ParseFrame or ParsePacket found each header, as offsets in
 // bytes from the start of the slice parsed. The MAC header of a frame is at
@@ -72,16 +76,20 @@ type Frame struct {
 // returns the Frame as far as it got and the *ParseError of the failing
 // layer. It does not verify checksums (see Frame.VerifyChecksum). It does
 // not keep b and does not allocate.
-func ParseFrame(b []byte) (Frame, error) {
+func ParseFrame(b []byte) (Frame, error) { return parseFrame(b, len(b)) }
+
+// parseFrame is ParseFrame for a frame of total bytes whose first bytes, b,
+// hold every header: length fields are checked against total.
+func parseFrame(b []byte, total int) (Frame, error) {
 	var f Frame
 	if len(b) < EthernetHeaderLen {
-		return f, errEthernetShort
+		return f, short(EthernetHeaderLen, total, errEthernetShort)
 	}
 	et := binary.BigEndian.Uint16(b[12:14])
 	off := EthernetHeaderLen
 	for et == EtherTypeVLAN || et == EtherTypeQinQ {
 		if len(b)-off < VLANTagLen {
-			return f, errVLANShort
+			return f, short(off+VLANTagLen, total, errVLANShort)
 		}
 		if f.VLANProto == 0 {
 			f.VLANProto, f.VLANTCI = et, binary.BigEndian.Uint16(b[off:off+2])
@@ -89,18 +97,18 @@ func ParseFrame(b []byte) (Frame, error) {
 		et = binary.BigEndian.Uint16(b[off+2 : off+4])
 		off += VLANTagLen
 	}
-	f.EtherType, f.NetworkOffset, f.End = et, off, len(b)
+	f.EtherType, f.NetworkOffset, f.End = et, off, total
 	switch et {
 	case EtherTypeIPv4:
-		return f, parseIPv4At(b, &f)
+		return f, parseIPv4At(b, total, &f)
 	case EtherTypeIPv6:
-		return f, parseIPv6At(b, &f)
+		return f, parseIPv6At(b, total, &f)
 	case EtherTypeARP:
-		a, err := ParseARP(b[off:])
+		n, err := checkARP(b[off:], total-off)
 		if err != nil {
 			return f, err
 		}
-		f.End = off + len(a)
+		f.End = off + n
 	}
 	return f, nil
 }
@@ -110,45 +118,48 @@ func ParseFrame(b []byte) (Frame, error) {
 // network header is at offset 0. It returns a *ParseError wrapping
 // ErrTruncated for an empty b and ErrBadVersion for a version other than 4
 // or 6. It does not keep b and does not allocate.
-func ParsePacket(b []byte) (Frame, error) {
+func ParsePacket(b []byte) (Frame, error) { return parsePacket(b, len(b)) }
+
+func parsePacket(b []byte, total int) (Frame, error) {
 	var f Frame
 	if len(b) == 0 {
-		return f, errPacketEmpty
+		return f, short(1, total, errPacketEmpty)
 	}
-	f.End = len(b)
+	f.End = total
 	switch b[0] >> 4 {
 	case IPv4Version:
 		f.EtherType = EtherTypeIPv4
-		return f, parseIPv4At(b, &f)
+		return f, parseIPv4At(b, total, &f)
 	case IPv6Version:
 		f.EtherType = EtherTypeIPv6
-		return f, parseIPv6At(b, &f)
+		return f, parseIPv6At(b, total, &f)
 	}
 	return f, errPacketVersion
 }
 
-func parseIPv4At(b []byte, f *Frame) error {
-	ip, err := ParseIPv4(b[f.NetworkOffset:])
+func parseIPv4At(b []byte, total int, f *Frame) error {
+	hl, tl, err := checkIPv4(b[f.NetworkOffset:], total-f.NetworkOffset)
 	if err != nil {
 		return err
 	}
-	f.End = f.NetworkOffset + len(ip)
-	f.TransportOffset = f.NetworkOffset + ip.HeaderLen()
+	ip := IPv4(b[f.NetworkOffset:])
+	f.End = f.NetworkOffset + tl
+	f.TransportOffset = f.NetworkOffset + hl
 	f.Protocol = ip.Protocol()
 	if ip.IsFragment() {
 		f.Fragment = true
 		return nil
 	}
-	return parseTransport(b[f.TransportOffset:f.End], f, false)
+	return parseTransport(b, f, false)
 }
 
-func parseIPv6At(b []byte, f *Frame) error {
-	ip, err := ParseIPv6(b[f.NetworkOffset:])
+func parseIPv6At(b []byte, total int, f *Frame) error {
+	n, err := checkIPv6(b[f.NetworkOffset:], total-f.NetworkOffset)
 	if err != nil {
 		return err
 	}
-	f.End = f.NetworkOffset + len(ip)
-	proto, off, frag, err := ip.SkipExtensionHeaders()
+	f.End = f.NetworkOffset + n
+	proto, off, frag, err := skipExt(b[f.NetworkOffset:], n)
 	if err != nil {
 		return err
 	}
@@ -158,35 +169,37 @@ func parseIPv6At(b []byte, f *Frame) error {
 		f.Fragment = true
 		return nil
 	}
-	return parseTransport(b[f.TransportOffset:f.End], f, true)
+	return parseTransport(b, f, true)
 }
 
-func parseTransport(seg []byte, f *Frame, v6 bool) error {
+// parseTransport checks the transport header at f.TransportOffset of b,
+// whose segment runs to f.End (possibly past len(b)).
+func parseTransport(b []byte, f *Frame, v6 bool) error {
+	seg := b[f.TransportOffset:min(f.End, len(b))]
+	avail := f.End - f.TransportOffset
 	var n int
+	var err error
 	switch {
 	case f.Protocol == IPProtoUDP:
-		if _, err := ParseUDP(seg); err != nil {
-			return err
-		}
+		_, err = checkUDP(seg, avail)
 		n = UDPHeaderLen
 	case f.Protocol == IPProtoTCP:
-		t, err := ParseTCP(seg)
-		if err != nil {
-			return err
-		}
-		n = t.HeaderLen()
+		n, err = checkTCP(seg, avail)
 	case f.Protocol == IPProtoICMP && !v6:
-		if _, err := ParseICMPv4(seg); err != nil {
-			return err
+		if len(seg) < ICMPv4HeaderLen {
+			err = short(ICMPv4HeaderLen, avail, errICMPv4Short)
 		}
 		n = ICMPv4HeaderLen
 	case f.Protocol == IPProtoICMPv6 && v6:
-		if _, err := ParseICMPv6(seg); err != nil {
-			return err
+		if len(seg) < ICMPv6HeaderLen {
+			err = short(ICMPv6HeaderLen, avail, errICMPv6Short)
 		}
 		n = ICMPv6HeaderLen
 	default:
 		return nil
+	}
+	if err != nil {
+		return err
 	}
 	f.PayloadOffset = f.TransportOffset + n
 	return nil
@@ -200,17 +213,21 @@ func parseTransport(seg []byte, f *Frame, v6 bool) error {
 // returns nil or a *ParseError wrapping ErrBadChecksum naming the layer.
 // It is the software equivalent of a device's CHECKSUM_UNNECESSARY. It
 // does not allocate.
-func (f *Frame) VerifyChecksum(b []byte) error {
+func (f *Frame) VerifyChecksum(b []byte) error { return f.verify(b, nil) }
+
+// verify is VerifyChecksum over b, or, when buf is not nil, over buf, whose
+// linear data b is.
+func (f *Frame) verify(b []byte, buf *skb.Buff) error {
 	var pseudoAddrs uint16 // sum of both addresses
 	switch f.EtherType {
 	case EtherTypeIPv4:
-		ip := IPv4(b[f.NetworkOffset:f.End])
+		ip := IPv4(b[f.NetworkOffset:])
 		if !ip.ChecksumValid() {
 			return errIPv4Checksum
 		}
 		pseudoAddrs = pseudo4(ip[12:16], ip[16:20], 0, 0)
 	case EtherTypeIPv6:
-		ip := IPv6(b[f.NetworkOffset:f.End])
+		ip := IPv6(b[f.NetworkOffset:])
 		pseudoAddrs = pseudo6(ip[8:24], ip[24:40], 0, 0)
 	default:
 		return nil
@@ -218,37 +235,45 @@ func (f *Frame) VerifyChecksum(b []byte) error {
 	if f.PayloadOffset == 0 {
 		return nil
 	}
-	seg := b[f.TransportOffset:f.End]
-	v6 := f.EtherType == EtherTypeIPv6
-	// The rest of the pseudo-header: protocol and length, each a 16-bit
-	// word or two in the sum.
-	pseudo := func(n int) uint16 {
-		return ChecksumFold(uint64(pseudoAddrs) + uint64(f.Protocol) + uint64(n))
-	}
+	t := f.TransportOffset
+	n := f.End - t
+	var bad *ParseError
 	switch f.Protocol {
 	case IPProtoUDP:
-		u := UDP(seg)
+		u := UDP(b[t:])
 		if u.Checksum() == 0 {
-			if v6 {
+			if f.EtherType == EtherTypeIPv6 {
 				return errUDPChecksum
 			}
 			return nil
 		}
-		if !u.ChecksumValid(pseudo(int(u.Length()))) {
-			return errUDPChecksum
-		}
+		n, bad = int(u.Length()), errUDPChecksum
 	case IPProtoTCP:
-		if !TCP(seg).ChecksumValid(pseudo(len(seg))) {
-			return errTCPChecksum
-		}
+		bad = errTCPChecksum
 	case IPProtoICMP:
-		if !ICMPv4(seg).ChecksumValid() {
+		if sumRange(b, buf, t, n, 0) != 0xffff {
 			return errICMPv4Checksum
 		}
+		return nil
 	case IPProtoICMPv6:
-		if !ICMPv6(seg).ChecksumValid(pseudo(len(seg))) {
-			return errICMPv6Checksum
-		}
+		bad = errICMPv6Checksum
+	default:
+		return nil
+	}
+	// The rest of the pseudo-header: protocol and length.
+	pseudo := ChecksumFold(uint64(pseudoAddrs) + uint64(f.Protocol) + uint64(n))
+	if sumRange(b, buf, t, n, pseudo) != 0xffff {
+		return bad
 	}
 	return nil
+}
+
+// sumRange returns Checksum of n bytes from off in b, or in buf when it is
+// not nil.
+func sumRange(b []byte, buf *skb.Buff, off, n int, initial uint16) uint16 {
+	if buf != nil {
+		s, _ := sumBuff(buf, off, n, initial, 0)
+		return s
+	}
+	return Checksum(b[off:off+n], initial)
 }

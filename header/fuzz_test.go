@@ -500,7 +500,27 @@ func FuzzParseFrame(f *testing.F) {
 		// The same bytes as a bare IP packet.
 		pk, err := ParsePacket(b)
 		checkFrame(t, b, pk, err, 0)
+		// Only the first k bytes linear, as in a head-split buffer: the
+		// same result, or the headers are reported beyond the linear data.
+		for k := range min(len(b), 160) {
+			checkSplit(t, b, k, fr, err0(ParseFrame(b)), parseFrame)
+			checkSplit(t, b, k, pk, err0(ParsePacket(b)), parsePacket)
+		}
 	})
+}
+
+func err0(_ Frame, err error) error { return err }
+
+func checkSplit(t *testing.T, b []byte, k int, want Frame, wantErr error, parse func([]byte, int) (Frame, error)) {
+	t.Helper()
+	got, err := parse(b[:k], len(b))
+	switch {
+	case err == errLinear:
+	case err != wantErr:
+		t.Fatalf("linear %d of %d: err %v, contiguous %v", k, len(b), err, wantErr)
+	case err == nil && got != want:
+		t.Fatalf("linear %d of %d: %+v, contiguous %+v", k, len(b), got, want)
+	}
 }
 
 func ipv6Frame(pkt []byte) []byte {

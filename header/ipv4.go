@@ -109,30 +109,41 @@ func (f *IPv4Fields) HeaderLen() int { return IPv4MinHeaderLen + (len(f.Options)
 // Frame.VerifyChecksum) and accepts fragments. The returned view aliases b.
 // It does not allocate.
 func ParseIPv4(b []byte) (IPv4, error) {
-	if len(b) < IPv4MinHeaderLen {
-		return nil, errIPv4Short
-	}
-	if b[0]>>4 != IPv4Version {
-		return nil, errIPv4Version
-	}
-	hl := int(b[0]&0x0f) * 4
-	if hl < IPv4MinHeaderLen {
-		return nil, errIPv4IHL
-	}
-	if len(b) < hl {
-		return nil, errIPv4HeaderShort
-	}
-	tl := int(binary.BigEndian.Uint16(b[2:4]))
-	if tl < hl {
-		return nil, errIPv4TotalSmall
-	}
-	if len(b) < tl {
-		return nil, errIPv4TotalShort
-	}
-	if hl > IPv4MinHeaderLen && !optionsValid(b[IPv4MinHeaderLen:hl]) {
-		return nil, errIPv4Option
+	_, tl, err := checkIPv4(b, len(b))
+	if err != nil {
+		return nil, err
 	}
 	return IPv4(b[:tl]), nil
+}
+
+// checkIPv4 makes ParseIPv4's checks on b, the first bytes of a packet of
+// avail bytes in all (len(b) <= avail): the header must lie in b, the Total
+// Length in avail. It returns the header and total lengths.
+func checkIPv4(b []byte, avail int) (hl, tl int, err error) {
+	if len(b) < IPv4MinHeaderLen {
+		return 0, 0, short(IPv4MinHeaderLen, avail, errIPv4Short)
+	}
+	if b[0]>>4 != IPv4Version {
+		return 0, 0, errIPv4Version
+	}
+	hl = int(b[0]&0x0f) * 4
+	if hl < IPv4MinHeaderLen {
+		return 0, 0, errIPv4IHL
+	}
+	if len(b) < hl {
+		return 0, 0, short(hl, avail, errIPv4HeaderShort)
+	}
+	tl = int(binary.BigEndian.Uint16(b[2:4]))
+	if tl < hl {
+		return 0, 0, errIPv4TotalSmall
+	}
+	if avail < tl {
+		return 0, 0, errIPv4TotalShort
+	}
+	if hl > IPv4MinHeaderLen && !optionsValid(b[IPv4MinHeaderLen:hl]) {
+		return 0, 0, errIPv4Option
+	}
+	return hl, tl, nil
 }
 
 // Version returns the 4-bit version field.

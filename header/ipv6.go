@@ -66,17 +66,28 @@ type IPv6Fields struct {
 // the extension headers (see SkipExtensionHeaders). The returned view
 // aliases b. It does not allocate.
 func ParseIPv6(b []byte) (IPv6, error) {
-	if len(b) < IPv6HeaderLen {
-		return nil, errIPv6Short
-	}
-	if b[0]>>4 != IPv6Version {
-		return nil, errIPv6Version
-	}
-	n := IPv6HeaderLen + int(binary.BigEndian.Uint16(b[4:6]))
-	if len(b) < n {
-		return nil, errIPv6Payload
+	n, err := checkIPv6(b, len(b))
+	if err != nil {
+		return nil, err
 	}
 	return IPv6(b[:n]), nil
+}
+
+// checkIPv6 makes ParseIPv6's checks on b, the first bytes of a packet of
+// avail bytes in all: the fixed header must lie in b, the payload in avail.
+// It returns the packet length, 40 + Payload Length.
+func checkIPv6(b []byte, avail int) (int, error) {
+	if len(b) < IPv6HeaderLen {
+		return 0, short(IPv6HeaderLen, avail, errIPv6Short)
+	}
+	if b[0]>>4 != IPv6Version {
+		return 0, errIPv6Version
+	}
+	n := IPv6HeaderLen + int(binary.BigEndian.Uint16(b[4:6]))
+	if avail < n {
+		return 0, errIPv6Payload
+	}
+	return n, nil
 }
 
 // Version returns the 4-bit version field.
@@ -179,6 +190,21 @@ func (h IPv6) SkipExtensionHeaders() (proto uint8, off int, frag IPv6Fragment, e
 	if end > len(h) {
 		return 0, 0, nil, errIPv6Payload
 	}
+	return skipExt(h, end)
+}
+
+// skipExt is SkipExtensionHeaders for a packet that ends at end, of which h
+// holds the first bytes (at least the fixed header): the extension headers
+// must lie in h.
+func skipExt(h []byte, end int) (proto uint8, off int, frag IPv6Fragment, err error) {
+	lim := min(end, len(h))
+	// past returns the error for a header that would end at need > lim.
+	past := func(need int) error {
+		if need <= end {
+			return errLinear
+		}
+		return errIPv6ExtShort
+	}
 	proto, off = h[6], IPv6HeaderLen
 	for {
 		var n int
@@ -187,18 +213,18 @@ func (h IPv6) SkipExtensionHeaders() (proto uint8, off int, frag IPv6Fragment, e
 			if proto == IPProtoHopByHop && off != IPv6HeaderLen {
 				return 0, 0, nil, errIPv6HopByHop
 			}
-			if end-off < 2 {
-				return 0, 0, nil, errIPv6ExtShort
+			if lim-off < 2 {
+				return 0, 0, nil, past(off + 2)
 			}
 			n = (int(h[off+1]) + 1) * 8
 		case IPProtoAH:
-			if end-off < 2 {
-				return 0, 0, nil, errIPv6ExtShort
+			if lim-off < 2 {
+				return 0, 0, nil, past(off + 2)
 			}
 			n = (int(h[off+1]) + 2) * 4
 		case IPProtoFragment:
-			if end-off < IPv6FragmentHeaderLen {
-				return 0, 0, nil, errIPv6ExtShort
+			if lim-off < IPv6FragmentHeaderLen {
+				return 0, 0, nil, past(off + IPv6FragmentHeaderLen)
 			}
 			frag = IPv6Fragment(h[off : off+IPv6FragmentHeaderLen])
 			proto, off = frag.NextHeader(), off+IPv6FragmentHeaderLen
@@ -209,8 +235,8 @@ func (h IPv6) SkipExtensionHeaders() (proto uint8, off int, frag IPv6Fragment, e
 		default:
 			return proto, off, frag, nil
 		}
-		if end-off < n {
-			return 0, 0, nil, errIPv6ExtShort
+		if lim-off < n {
+			return 0, 0, nil, past(off + n)
 		}
 		proto, off = h[off], off+n
 	}

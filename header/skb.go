@@ -111,3 +111,61 @@ func FinishChecksumBuff(b *skb.Buff, a skb.Allocator) error {
 	b.SetChecksumNone()
 	return nil
 }
+
+// ParseFrameBuff is ParseFrame for a received buffer whose data starts at
+// the Ethernet header. The headers must lie in b's linear data; length
+// fields are checked against b.Len(), so a head-split buffer (headers in the
+// linear part, payload in page frags, as a driver receives with head-split
+// on) parses. A header that lies partly in the paged part is reported as a
+// *ParseError wrapping ErrTruncated with layer "frame": PskbMayPull it into
+// the linear data first.
+//
+// On success it marks b's mac header at the start of the data, its network
+// header at f.NetworkOffset, its transport header at f.TransportOffset when
+// there is one, and sets its protocol to f.EtherType, as the kernel's
+// eth_type_trans and ip_rcv_core do; it does not pull the mac header, trim b
+// to f.End (PskbTrim does) or verify checksums (VerifyChecksumBuff does). On
+// error b is unchanged. ParseFrameBuff does not take ownership of b and does
+// not allocate.
+func ParseFrameBuff(b *skb.Buff) (Frame, error) {
+	f, err := parseFrame(b.Data(), b.Len())
+	if err == nil {
+		setHeaders(b, &f)
+	}
+	return f, err
+}
+
+// ParsePacketBuff is ParsePacket for a received buffer whose data starts
+// at an IPv4 or IPv6 header (a TUN device), with the linear-data rule,
+// header marks and protocol of ParseFrameBuff; the mac header is marked at
+// the network header (no link header, as tun_get_user does).
+func ParsePacketBuff(b *skb.Buff) (Frame, error) {
+	f, err := parsePacket(b.Data(), b.Len())
+	if err == nil {
+		setHeaders(b, &f)
+	}
+	return f, err
+}
+
+func setHeaders(b *skb.Buff, f *Frame) {
+	b.ResetMacHeader()
+	b.SetNetworkHeader(f.NetworkOffset)
+	if f.TransportOffset != 0 {
+		b.SetTransportHeader(f.TransportOffset)
+	}
+	b.SetProtocol(f.EtherType)
+}
+
+// VerifyChecksumBuff is VerifyChecksum for the buffer f was parsed from by
+// ParseFrameBuff or ParsePacketBuff, unchanged since: the transport checksum
+// covers the linear data, the page frags and the frag list. It returns
+// skb.ErrRange when f does not fit b. It does not use a CHECKSUM_COMPLETE
+// sum the buffer may carry, and does not change the checksum state: a
+// caller that wants to remember success calls b.SetChecksumUnnecessary.
+// It does not take ownership of b and does not allocate.
+func (f *Frame) VerifyChecksumBuff(b *skb.Buff) error {
+	if f.End > b.Len() || f.PayloadOffset > b.HeadLen() || f.TransportOffset > b.HeadLen() {
+		return skb.ErrRange
+	}
+	return f.verify(b.Data(), b)
+}

@@ -272,8 +272,11 @@ func TestSkbZeroAllocs(t *testing.T) {
 	b, _ := udpBuff(t, c, layout{linear: 170, frags: []int{1000, 330}}, false)
 	defer c.Free(b)
 	start, off := b.CsumStart(), b.CsumOffset()
+	field := b.Data()[start+off : start+off+2]
+	pseudo := [2]byte(field)
 	var sink uint16
 	n := testing.AllocsPerRun(100, func() {
+		copy(field, pseudo[:]) // back to CHECKSUM_PARTIAL's content
 		s, err := ChecksumBuff(b, 0, b.Len(), 0)
 		if err != nil {
 			panic(err)
@@ -283,6 +286,13 @@ func TestSkbZeroAllocs(t *testing.T) {
 			panic(err)
 		}
 		if err := FinishChecksumBuff(b, c); err != nil {
+			panic(err)
+		}
+		f, err := ParseFrameBuff(b)
+		if err != nil {
+			panic(err)
+		}
+		if err := f.VerifyChecksumBuff(b); err != nil {
 			panic(err)
 		}
 	})
@@ -312,5 +322,138 @@ func BenchmarkChecksumBuff(b *testing.B) {
 			}
 		})
 		c.Free(buf)
+	}
+}
+
+// splitLayout spreads n bytes as head linear bytes and page frags of at most
+// 1000 bytes (odd sizes included).
+func splitLayout(n, head int) layout {
+	l := layout{linear: min(n, head)}
+	for rest := n - l.linear; rest > 0; {
+		k := min(rest, 999)
+		l.frags = append(l.frags, k)
+		rest -= k
+	}
+	return l
+}
+
+func TestParseFrameBuff(t *testing.T) {
+	c := newCache(t)
+	frames := map[string][]byte{
+		"udp4":      udpFrame(t, udp4Frame(), 3000),
+		"udp6 vlan": udpFrame(t, &UDPFrame{VLANProto: EtherTypeVLAN, VLANTCI: 9, SourceIP: ip6a, DestinationIP: ip6b, SourcePort: 1, DestinationPort: 2}, 1800),
+		"tcp4":      tcpFrame(false, 2500),
+		"tcp6":      tcpFrame(true, 900),
+		"icmp6":     icmpFrame(true),
+		"arp":       arpFrame(),
+	}
+	for name, frame := range frames {
+		want, err := ParseFrame(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers := want.PayloadOffset
+		if want.PayloadOffset == 0 {
+			headers = want.End // ARP: the whole packet is the header
+		}
+		for _, head := range []int{headers, headers + 1, headers + 128, len(frame)} {
+			t.Run(name+"/"+strconv.Itoa(head), func(t *testing.T) {
+				b := buildBuff(t, c, splitLayout(len(frame), head), frame)
+				defer c.Free(b)
+				got, err := ParseFrameBuff(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Fatalf("got  %+v\nwant %+v", got, want)
+				}
+				if b.MacOffset() != 0 || b.NetworkOffset() != want.NetworkOffset || b.Protocol() != want.EtherType {
+					t.Fatalf("marks: mac %d network %d protocol %#x", b.MacOffset(), b.NetworkOffset(), b.Protocol())
+				}
+				if want.TransportOffset != 0 && b.TransportOffset() != want.TransportOffset {
+					t.Fatalf("transport mark %d", b.TransportOffset())
+				}
+				if err := got.VerifyChecksumBuff(b); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		// Headers that reach into the frags must be pulled first.
+		if headers > EthernetHeaderLen {
+			t.Run(name+"/not linear", func(t *testing.T) {
+				b := buildBuff(t, c, splitLayout(len(frame), headers-1), frame)
+				defer c.Free(b)
+				_, err := ParseFrameBuff(b)
+				wantParseErr(t, err, ErrTruncated, "frame")
+				if b.MacHeaderWasSet() || b.NetworkHeaderWasSet() {
+					t.Fatal("marks set on error")
+				}
+				if err := b.PskbMayPull(c, headers); err != nil {
+					t.Fatal(err)
+				}
+				if got, err := ParseFrameBuff(b); err != nil || got != want {
+					t.Fatalf("after PskbMayPull: %+v %v", got, err)
+				}
+			})
+		}
+	}
+}
+
+func TestParsePacketBuff(t *testing.T) {
+	c := newCache(t)
+	pkt := tcpFrame(true, 1234)[EthernetHeaderLen:]
+	want, err := ParsePacket(pkt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := buildBuff(t, c, splitLayout(len(pkt), want.PayloadOffset), pkt)
+	defer c.Free(b)
+	got, err := ParsePacketBuff(b)
+	if err != nil || got != want {
+		t.Fatalf("got %+v %v, want %+v", got, err, want)
+	}
+	if b.MacOffset() != 0 || b.MacLen() != 0 || b.NetworkOffset() != 0 || b.TransportOffset() != want.TransportOffset || b.Protocol() != EtherTypeIPv6 {
+		t.Fatal("marks")
+	}
+	if err := got.VerifyChecksumBuff(b); err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.Alloc(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free(e)
+	_, err = ParsePacketBuff(e)
+	wantParseErr(t, err, ErrTruncated, "ip")
+}
+
+func TestVerifyChecksumBuff(t *testing.T) {
+	c := newCache(t)
+	for name, frame := range map[string][]byte{
+		"udp4": udpFrame(t, udp4Frame(), 2000),
+		"udp6": udpFrame(t, udp6Frame(), 2001),
+		"tcp4": tcpFrame(false, 1999),
+	} {
+		t.Run(name, func(t *testing.T) {
+			fr, _ := ParseFrame(frame)
+			frame[len(frame)-500] ^= 0x10 // in a frag
+			b := buildBuff(t, c, splitLayout(len(frame), fr.PayloadOffset), frame)
+			defer c.Free(b)
+			got, err := ParseFrameBuff(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := got.VerifyChecksumBuff(b); !errors.Is(err, ErrBadChecksum) {
+				t.Fatalf("corrupt frag: %v", err)
+			}
+			if err := got.VerifyChecksum(frame); !errors.Is(err, ErrBadChecksum) {
+				t.Fatalf("contiguous: %v", err)
+			}
+			bad := got
+			bad.End = b.Len() + 1
+			if err := bad.VerifyChecksumBuff(b); !errors.Is(err, skb.ErrRange) {
+				t.Fatalf("frame past the buffer: %v", err)
+			}
+		})
 	}
 }

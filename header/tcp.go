@@ -82,17 +82,26 @@ func (f *TCPFields) HeaderLen() int { return TCPMinHeaderLen + (len(f.Options)+3
 // ParseOptions and OptionIterator. It does not verify the checksum. The
 // returned view aliases b. It does not allocate.
 func ParseTCP(b []byte) (TCP, error) {
+	if _, err := checkTCP(b, len(b)); err != nil {
+		return nil, err
+	}
+	return TCP(b), nil
+}
+
+// checkTCP makes ParseTCP's checks on b, the first bytes of a segment of
+// avail bytes: the header must lie in b. It returns the header length.
+func checkTCP(b []byte, avail int) (int, error) {
 	if len(b) < TCPMinHeaderLen {
-		return nil, errTCPShort
+		return 0, short(TCPMinHeaderLen, avail, errTCPShort)
 	}
 	n := int(b[12]>>4) * 4
 	if n < TCPMinHeaderLen {
-		return nil, errTCPDataOffset
+		return 0, errTCPDataOffset
 	}
 	if len(b) < n {
-		return nil, errTCPHeader
+		return 0, short(n, avail, errTCPHeader)
 	}
-	return TCP(b), nil
+	return n, nil
 }
 
 // SourcePort returns the source port.

@@ -39,17 +39,28 @@ type UDPFields struct {
 // of RFC 2675 jumbograms, which are not supported). It does not verify the
 // checksum. The returned view aliases b. It does not allocate.
 func ParseUDP(b []byte) (UDP, error) {
+	n, err := checkUDP(b, len(b))
+	if err != nil {
+		return nil, err
+	}
+	return UDP(b[:n]), nil
+}
+
+// checkUDP makes ParseUDP's checks on b, the first bytes of a datagram of
+// up to avail bytes: the header must lie in b, the Length in avail. It
+// returns the Length.
+func checkUDP(b []byte, avail int) (int, error) {
 	if len(b) < UDPHeaderLen {
-		return nil, errUDPShort
+		return 0, short(UDPHeaderLen, avail, errUDPShort)
 	}
 	n := int(binary.BigEndian.Uint16(b[4:6]))
 	if n < UDPHeaderLen {
-		return nil, errUDPLenSmall
+		return 0, errUDPLenSmall
 	}
-	if len(b) < n {
-		return nil, errUDPLenShort
+	if avail < n {
+		return 0, errUDPLenShort
 	}
-	return UDP(b[:n]), nil
+	return n, nil
 }
 
 // SourcePort returns the source port.
