@@ -1,0 +1,681 @@
+package netdevtest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// Run runs the conformance suite: one subtest per rule of package netdev,
+// each on a fresh pair from f and a fresh pool, after which both devices are
+// closed and the pool must have every buffer back (no buffer in flight,
+// nothing in pool.Outstanding, pool.Close returns nil). The subtests, and
+// what each checks:
+//
+//   - ordering: packets sent in bursts of 1, 7 and 64 (ended by more=false
+//     or by Flush), with payloads from 4 bytes to MaxPayload (around the
+//     copybreak threshold too), arrive in order, each once, byte for byte.
+//   - ownership: Xmit of a packet longer than the device carries returns an
+//     error, frees the packet before returning and counts it in tx_dropped;
+//     buffers handed to the handler stay the handler's: kept across later
+//     Polls they are distinct and unchanged. No double free (the debug pool
+//     panics), no leak.
+//   - doorbell: more=false rings one doorbell per packet (tx_doorbells);
+//     bursts with more=true and Flush ring one per burst (up to one more per
+//     ring's worth); Xmit with more=true past a full ring rings by itself and
+//     those packets arrive without Flush; an Xmit that fails rings for the
+//     packets queued before it; Close frees the packets still queued.
+//   - backpressure: TxAvail falls by one per packet queued with more=true
+//     and comes back after Flush; Xmit returns ErrQueueFull only when
+//     TxAvail was 0, frees the packet and counts it in tx_ring_full and
+//     tx_dropped_ring_full; tx_packets + tx_dropped equals the packets given.
+//   - stats, for copybreak on, off, and 100 bytes with 256 bytes of
+//     headroom: tx_packets and tx_bytes equal what Xmit accepted, rx_packets
+//     and rx_bytes what the handler got, rx_copybreak the packets under the
+//     threshold (each in a right-sized buffer) and 0 when off; every
+//     received buffer has at least the configured headroom; Stats, called
+//     from another goroutine while traffic runs, never goes backwards (run
+//     the suite with -race).
+//   - poll: Poll(0) hands nothing over and Poll(budget) never more than
+//     budget; Wait returns nil when packets wait, an error matching
+//     ErrTimeout (os.ErrDeadlineExceeded) after its timeout when none do, and
+//     one matching net.ErrClosed when another goroutine closes the device.
+//   - closed: after Close every method (Xmit, which still frees the packet,
+//     Flush, Poll, Wait, a second Close) returns an error matching
+//     net.ErrClosed.
+//   - allocs: a steady-state cycle (allocate, fill and Xmit 64 packets,
+//     Flush, Poll them back, free them) allocates nothing
+//     (testing.AllocsPerRun), on a pool without debug mode.
+//
+// A Lossy pair may lose up to LossyFraction of the packets of each subtest,
+// never reorder, duplicate or corrupt one. Failures name the rule and the
+// numbers seen. The whole suite takes a few seconds.
+func Run(t *testing.T, f Factory) {
+	t.Helper()
+	t.Run("ordering", func(t *testing.T) { testOrdering(t, f) })
+	t.Run("ownership", func(t *testing.T) { testOwnership(t, f) })
+	t.Run("doorbell", func(t *testing.T) { testDoorbell(t, f) })
+	t.Run("backpressure", func(t *testing.T) { testBackpressure(t, f) })
+	t.Run("stats", func(t *testing.T) { testStats(t, f) })
+	t.Run("poll", func(t *testing.T) { testPoll(t, f) })
+	t.Run("closed", func(t *testing.T) { testClosed(t, f) })
+	t.Run("allocs", func(t *testing.T) { testAllocs(t, f) })
+}
+
+// small is the payload of the subtests that count rather than carry.
+func (e *env) small(uint32) int { return min(64, e.pair.MaxPayload) }
+
+func testOrdering(t *testing.T, f Factory) {
+	e := open(t, f, netdev.Config{}, true)
+	sizes := e.payloadSizes()
+	size := func(seq uint32) int { return sizes[int(seq)%len(sizes)] }
+	r := e.startReceiver(64)
+	seq := uint32(0)
+	for _, burst := range []int{1, 7, 64} {
+		rounds := max(4, 96/burst)
+		for i := range rounds {
+			e.sendBurst(seq, burst, size, i%2 == 1)
+			seq += uint32(burst)
+			r.waitFor(int(seq), seq-1, fmt.Sprintf("ordering: bursts of %d", burst))
+		}
+	}
+	recs := e.stopReceiver()
+	e.checkDelivery(fmt.Sprintf("ordering: %d packets in bursts of 1, 7 and 64, payloads %v bytes", seq, sizes),
+		recs, delivery{sent: int(seq)})
+}
+
+// oversized returns a packet longer than any device carries: the pool's
+// largest buffer, filled to its end.
+func (e *env) oversized(seq uint32) *skb.Buff {
+	e.t.Helper()
+	b, err := e.tx.Cache().Alloc(e.p.MaxAlloc())
+	if err != nil {
+		e.t.Fatalf("allocate a %d-byte buffer: %v", e.p.MaxAlloc(), err)
+	}
+	e.pair.Fill(b, seq, min(e.pair.MaxPayload, e.p.MaxAlloc()-FillSlack))
+	b.Put(b.Tailroom())
+	return b
+}
+
+func testOwnership(t *testing.T, f Factory) {
+	e := open(t, f, netdev.Config{}, true)
+
+	// A packet the device cannot carry: refused, freed, counted.
+	big := e.oversized(^uint32(0))
+	n := big.Len()
+	before := e.tx.Stats()
+	err := e.tx.Xmit(big, false)
+	d := statsDelta(e.tx, before)
+	switch {
+	case err == nil:
+		t.Errorf("Xmit of a %d-byte packet (MaxPayload %d) returned nil; want ErrTooBig or another error", n, e.pair.MaxPayload)
+	case errors.Is(err, net.ErrClosed):
+		t.Errorf("Xmit of a %d-byte packet returned %v on an open device", n, err)
+	case big.IsLive():
+		t.Errorf("Xmit returned %v for a %d-byte packet but had not freed it when it returned: Xmit takes ownership, also when it returns an error", err, n)
+	case d.TxDroppedTotal() != 1 || d.TxPackets != 0:
+		t.Errorf("Xmit refused a %d-byte packet (%v): tx_dropped grew by %d, tx_packets by %d; want 1 and 0", n, err, d.TxDroppedTotal(), d.TxPackets)
+	}
+	if err != nil && !errors.Is(err, netdev.ErrTooBig) {
+		t.Logf("Xmit of a %d-byte packet returned %v (not ErrTooBig)", n, err)
+	}
+
+	// Buffers handed to the handler are its own: kept across later Polls,
+	// none is handed over twice or changed under the handler.
+	pl := min(1000, e.pair.MaxPayload)
+	size := func(uint32) int { return pl }
+	const rounds, burst = 3, 32
+	var kept []rxRec
+	for i := range rounds {
+		seq := uint32(i * burst)
+		e.sendBurst(seq, burst, size, i%2 == 0)
+		kept = append(kept, e.pollSync(burst, burst/2, true)...)
+	}
+	e.checkDelivery(fmt.Sprintf("ownership: %d packets of %d bytes of payload, kept by the handler", rounds*burst, pl),
+		kept, delivery{sent: rounds * burst})
+	var probs []string
+	owner := make(map[*skb.Buff]int)
+	var scratch []byte
+	for i, r := range kept {
+		if j, dup := owner[r.buf]; dup {
+			probs = append(probs, fmt.Sprintf("buffer %p handed to the handler twice (packets %d and %d) while the handler still owned it", r.buf, j, i))
+			continue
+		}
+		owner[r.buf] = i
+		if !r.ok || r.bad != "" {
+			continue
+		}
+		if now := e.inspect(r.buf, &scratch); !now.ok || now.seq != r.seq || now.bad != "" {
+			probs = append(probs, fmt.Sprintf("seq %d changed in the handler's buffer after later Polls: now seq %d ok %v %s", r.seq, now.seq, now.ok, now.bad))
+		}
+	}
+	report(t, "ownership: received buffers kept by the handler", probs)
+	c := e.rx.Cache()
+	for i, r := range kept {
+		if _, dup := owner[r.buf]; !dup {
+			continue
+		}
+		delete(owner, r.buf)
+		if i%2 == 0 {
+			r.buf.Free()
+		} else {
+			c.Free(r.buf)
+		}
+	}
+}
+
+func testDoorbell(t *testing.T, f Factory) {
+	e := open(t, f, netdev.Config{}, true)
+	ring := e.tx.TxAvail()
+	if ring < 1 {
+		t.Fatalf("TxAvail of a fresh device is %d", ring)
+	}
+	r := e.startReceiver(64)
+	seq := uint32(0)
+
+	// more=false: one doorbell per packet.
+	const single = 20
+	before := e.tx.Stats()
+	for range single {
+		if _, err := e.send(seq, e.small(seq), false); err != nil {
+			t.Fatalf("Xmit(seq %d, more=false): %v", seq, err)
+		}
+		seq++
+		r.waitFor(int(seq), seq-1, "doorbell: packets sent with more=false")
+	}
+	if d := statsDelta(e.tx, before); d.TxDoorbells != single || d.TxPackets != single {
+		t.Errorf("doorbell: %d packets sent with more=false rang %d doorbells (tx_doorbells) for %d tx_packets; want %d: one per packet",
+			single, d.TxDoorbells, d.TxPackets, single)
+	}
+
+	// Bursts with more=true ended by Flush: one doorbell per burst, and one
+	// more at most per ring's worth.
+	bursts := []struct{ size, count int }{{7, 5}, {ring, 3}}
+	if ring == 7 {
+		bursts = bursts[:1]
+	}
+	for _, b := range bursts {
+		before := e.tx.Stats()
+		for range b.count {
+			e.sendBurst(seq, b.size, e.small, true)
+			seq += uint32(b.size)
+			r.waitFor(int(seq), seq-1, fmt.Sprintf("doorbell: bursts of %d with Flush", b.size))
+		}
+		lo := b.count * ((b.size + ring - 1) / ring)
+		hi := b.count * (b.size/ring + 1)
+		d := statsDelta(e.tx, before)
+		if d.TxDoorbells < uint64(lo) || d.TxDoorbells > uint64(hi) {
+			t.Errorf("doorbell: %d bursts of %d packets with more=true, each ended by Flush, rang %d doorbells; want %d to %d (one per burst; the ring holds %d)",
+				b.count, b.size, d.TxDoorbells, lo, hi, ring)
+		}
+		if d.TxPackets != uint64(b.size*b.count) {
+			t.Errorf("doorbell: %d bursts of %d packets: tx_packets grew by %d", b.count, b.size, d.TxPackets)
+		}
+	}
+
+	// A ring that fills rings the doorbell by itself.
+	fill := 2*ring + 3
+	before = e.tx.Stats()
+	for i := range fill {
+		if _, err := e.send(seq+uint32(i), e.small(0), true); err != nil {
+			t.Fatalf("Xmit(more=true) of packet %d of %d (ring of %d, no Flush): %v", i+1, fill, ring, err)
+		}
+	}
+	if d := statsDelta(e.tx, before); d.TxDoorbells < uint64((fill-1)/ring) {
+		t.Errorf("doorbell: %d packets queued with more=true and no Flush rang %d doorbells; a full ring of %d must ring by itself (want at least %d)",
+			fill, d.TxDoorbells, ring, (fill-1)/ring)
+	}
+	r.waitFor(int(seq)+fill-ring, seq+uint32(fill-ring)-1,
+		fmt.Sprintf("doorbell: %d packets queued with more=true past a ring of %d, before Flush (the ring must send at least %d by itself)", fill, ring, fill-ring))
+	if err := e.tx.Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	seq += uint32(fill)
+	r.waitFor(int(seq), seq-1, "doorbell: Flush after a ring that filled")
+
+	// An Xmit that fails rings the doorbell for what was queued before it.
+	const queued = 5
+	before = e.tx.Stats()
+	for i := range queued {
+		if _, err := e.send(seq+uint32(i), e.small(0), true); err != nil {
+			t.Fatalf("Xmit(more=true): %v", err)
+		}
+	}
+	seq += queued
+	big := e.oversized(^uint32(0))
+	err := e.tx.Xmit(big, true)
+	if err == nil {
+		t.Errorf("doorbell: Xmit of a %d-byte packet (MaxPayload %d) returned nil; want an error", big.Len(), e.pair.MaxPayload)
+		e.tx.Flush()
+	}
+	r.waitFor(int(seq), seq-1, fmt.Sprintf("doorbell: the %d packets queued with more=true before an Xmit that failed (%v), with no Flush after it", queued, err))
+	if d := statsDelta(e.tx, before); d.TxDoorbells < 1 || d.TxPackets != queued {
+		t.Errorf("doorbell: %d packets queued, then an Xmit that failed (%v): tx_doorbells grew by %d, tx_packets by %d; want at least 1 and %d",
+			queued, err, d.TxDoorbells, d.TxPackets, queued)
+	}
+
+	// Close frees what is still queued.
+	before = e.tx.Stats()
+	var bufs []*skb.Buff
+	optional := make(map[uint32]bool)
+	for i := range queued {
+		b := e.build(seq, e.small(0))
+		if err := e.tx.Xmit(b, true); err != nil {
+			t.Fatalf("Xmit(more=true): %v", err)
+		}
+		bufs = append(bufs, b)
+		optional[seq] = true
+		seq++
+		_ = i
+	}
+	if err := e.tx.Close(); err != nil {
+		t.Errorf("TX.Close with %d packets queued: %v", queued, err)
+	}
+	live := 0
+	for _, b := range bufs {
+		if b.IsLive() {
+			live++
+		}
+	}
+	if live > 0 {
+		t.Errorf("doorbell: TX.Close left %d of the %d packets queued with more=true unfreed", live, queued)
+	}
+	if d := statsDelta(e.tx, before); d.TxPackets+d.TxDroppedTotal() != queued {
+		t.Errorf("doorbell: %d packets queued at Close: tx_packets grew by %d and tx_dropped by %d; want them to add up to %d",
+			queued, d.TxPackets, d.TxDroppedTotal(), queued)
+	}
+	recs := e.stopReceiver()
+	e.checkDelivery("doorbell", recs, delivery{sent: int(seq), optional: optional})
+}
+
+func testBackpressure(t *testing.T, f Factory) {
+	e := open(t, f, netdev.Config{}, true)
+	ring := e.tx.TxAvail()
+	if ring < 1 {
+		t.Fatalf("TxAvail of a fresh device is %d", ring)
+	}
+	r := e.startReceiver(64)
+	seq := uint32(0)
+
+	// TxAvail falls as packets queue, and comes back after the doorbell.
+	for k := 1; k <= ring; k++ {
+		avail := e.tx.TxAvail()
+		if _, err := e.send(seq, e.small(0), true); err != nil {
+			t.Fatalf("backpressure: Xmit(more=true) of packet %d of %d with TxAvail %d: %v (ErrQueueFull only for a ring that stays full)", k, ring, avail, err)
+		}
+		seq++
+		if got := e.tx.TxAvail(); k < ring && got != ring-k {
+			t.Errorf("backpressure: TxAvail is %d after %d packets queued with more=true in a ring of %d; want %d", got, k, ring, ring-k)
+			break
+		}
+	}
+	if err := e.tx.Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for got := e.tx.TxAvail(); got != ring; got = e.tx.TxAvail() {
+		if time.Now().After(deadline) {
+			t.Errorf("backpressure: TxAvail is %d 2s after Flush; want %d back", got, ring)
+			break
+		}
+		time.Sleep(time.Millisecond)
+		e.tx.Flush()
+	}
+	r.waitFor(int(seq), seq-1, "backpressure: a ring's worth of packets after Flush")
+
+	// Past a full ring: ErrQueueFull only when the ring stays full, counted.
+	attempts := 3*ring + 1
+	start := seq
+	before := e.tx.Stats()
+	refused := make(map[uint32]bool)
+	for range attempts {
+		avail := e.tx.TxAvail()
+		b := e.build(seq, e.small(0))
+		err := e.tx.Xmit(b, true)
+		switch {
+		case err == nil:
+		case errors.Is(err, netdev.ErrQueueFull):
+			refused[seq] = true
+			if avail > 0 {
+				t.Errorf("backpressure: Xmit returned %v with TxAvail %d: only a ring still full after the doorbell may refuse", err, avail)
+			}
+			if b.IsLive() {
+				t.Errorf("backpressure: Xmit returned %v but had not freed the packet", err)
+			}
+		default:
+			t.Fatalf("backpressure: Xmit(more=true) of packet %d of %d: %v", seq-start+1, attempts, err)
+		}
+		seq++
+	}
+	if err := e.tx.Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	full := len(refused)
+	r.waitFor(int(seq)-full, seq-1, fmt.Sprintf("backpressure: %d packets queued past a ring of %d, %d refused", attempts, ring, full))
+	d := statsDelta(e.tx, before)
+	switch {
+	case d.TxDropped[netdev.DropRingFull] != uint64(full):
+		t.Errorf("backpressure: Xmit returned ErrQueueFull %d times; tx_dropped_ring_full grew by %d", full, d.TxDropped[netdev.DropRingFull])
+	case d.TxRingFull < uint64(full):
+		t.Errorf("backpressure: Xmit returned ErrQueueFull %d times; tx_ring_full grew by only %d", full, d.TxRingFull)
+	case d.TxPackets != uint64(attempts-full) || d.TxPackets+d.TxDroppedTotal() != uint64(attempts):
+		t.Errorf("backpressure: %d packets given to Xmit, %d refused: tx_packets grew by %d and tx_dropped by %d; want %d and %d",
+			attempts, full, d.TxPackets, d.TxDroppedTotal(), attempts-full, full)
+	}
+	if full > 0 {
+		t.Logf("backpressure: the ring stayed full %d times in %d packets", full, attempts)
+	}
+	recs := e.stopReceiver()
+	e.checkDelivery("backpressure", recs, delivery{sent: int(seq), refused: refused})
+}
+
+func testStats(t *testing.T, f Factory) {
+	for _, c := range []struct {
+		name string
+		cfg  netdev.Config
+	}{
+		{"copybreak=default", netdev.Config{}},
+		{"copybreak=off", netdev.Config{Copybreak: netdev.CopybreakOff}},
+		{"copybreak=100,headroom=256", netdev.Config{Copybreak: 100, Headroom: 256}},
+	} {
+		t.Run(c.name, func(t *testing.T) { testStatsWith(t, f, c.cfg) })
+	}
+}
+
+// counters lists the counters of s that must never go backwards, with their
+// names.
+func counters(s netdev.Stats) (names []string, v []uint64) {
+	names = []string{"rx_packets", "rx_bytes", "rx_copybreak", "rx_truncated",
+		"tx_packets", "tx_bytes", "tx_doorbells", "tx_ring_full"}
+	v = []uint64{s.RxPackets, s.RxBytes, s.RxCopybreak, s.RxTruncated,
+		s.TxPackets, s.TxBytes, s.TxDoorbells, s.TxRingFull}
+	for r := range netdev.NumDropReasons {
+		names = append(names, "rx_dropped_"+r.String(), "tx_dropped_"+r.String())
+		v = append(v, s.RxDropped[r], s.TxDropped[r])
+	}
+	return names, v
+}
+
+// watchStats calls Stats of both devices from its own goroutine until stop
+// is closed, and reports any counter that went backwards.
+func (e *env) watchStats(stop chan struct{}) (done func() []string) {
+	var probs []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var prev [2][]uint64
+		for calls := 0; ; calls++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for i, dev := range []netdev.Device{e.tx, e.rx} {
+				names, v := counters(dev.Stats())
+				for j := range v {
+					if prev[i] != nil && v[j] < prev[i][j] && len(probs) < 8 {
+						probs = append(probs, fmt.Sprintf("%s %s went from %d to %d", []string{"TX", "RX"}[i], names[j], prev[i][j], v[j]))
+					}
+				}
+				prev[i] = v
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	})
+	return func() []string {
+		close(stop)
+		wg.Wait()
+		return probs
+	}
+}
+
+func testStatsWith(t *testing.T, f Factory, cfg netdev.Config) {
+	e := open(t, f, cfg, true)
+	sizes := e.payloadSizes()
+	size := func(seq uint32) int { return sizes[int(seq)%len(sizes)] }
+	txBefore, rxBefore := e.tx.Stats(), e.rx.Stats()
+	watched := e.watchStats(make(chan struct{}))
+	r := e.startReceiver(32)
+	seq := uint32(0)
+	var bytes uint64
+	const rounds, burst = 12, 16
+	for i := range rounds {
+		bytes += uint64(e.sendBurst(seq, burst, size, i%2 == 0))
+		seq += burst
+		r.waitFor(int(seq), seq-1, "stats")
+	}
+	recs := e.stopReceiver()
+	report(t, "stats: Stats called from another goroutine during traffic", watched())
+	e.checkDelivery("stats", recs, delivery{sent: int(seq)})
+
+	dtx, drx := statsDelta(e.tx, txBefore), statsDelta(e.rx, rxBefore)
+	if dtx.TxPackets != uint64(seq) || dtx.TxBytes != bytes {
+		t.Errorf("stats: Xmit accepted %d packets of %d bytes; tx_packets grew by %d, tx_bytes by %d", seq, bytes, dtx.TxPackets, dtx.TxBytes)
+	}
+	if dtx.TxDroppedTotal() != 0 {
+		t.Errorf("stats: tx_dropped grew by %d with every Xmit accepted", dtx.TxDroppedTotal())
+	}
+	thr := cfg.CopybreakThreshold()
+	hr := cfg.HeadroomBytes()
+	var got, gotBytes, under uint64
+	var probs []string
+	for _, r := range recs {
+		got++
+		gotBytes += uint64(r.n)
+		if r.headroom < hr {
+			probs = append(probs, fmt.Sprintf("a received packet of %d bytes has %d bytes of headroom; want at least %d", r.n, r.headroom, hr))
+		}
+		if r.n < thr {
+			under++
+			if hr+thr <= pool.SmallSize && r.end > pool.SmallSize {
+				probs = append(probs, fmt.Sprintf("a packet of %d bytes, under the copybreak threshold of %d, came in a %d-byte block; want a right-sized copy (%d bytes or less)", r.n, thr, r.end, pool.SmallSize))
+			}
+		}
+	}
+	if drx.RxPackets != got || drx.RxBytes != gotBytes {
+		t.Errorf("stats: the handler got %d packets of %d bytes; rx_packets grew by %d, rx_bytes by %d", got, gotBytes, drx.RxPackets, drx.RxBytes)
+	}
+	if drx.RxCopybreak != under {
+		t.Errorf("stats: the handler got %d packets under the copybreak threshold of %d bytes (0: off); rx_copybreak grew by %d", under, thr, drx.RxCopybreak)
+	}
+	report(t, fmt.Sprintf("stats: received buffers (headroom %d, copybreak %d)", hr, thr), probs)
+}
+
+// expectTimeout checks that Wait on RX, with nothing of the suite's to
+// receive, returns ErrTimeout after its timeout. Packets that are not the
+// suite's (neighbour discovery on a link) are polled away and Wait retried.
+func (e *env) expectTimeout(what string) {
+	t := e.t
+	t.Helper()
+	const timeout = 50 * time.Millisecond
+	for try := 1; ; try++ {
+		start := time.Now()
+		err := e.rx.Wait(timeout)
+		took := time.Since(start)
+		if err == nil {
+			recs := e.pollSync(1, 64, false)
+			for _, r := range recs {
+				if r.ok {
+					t.Errorf("%s: seq %d arrived", what, r.seq)
+				}
+			}
+			if try < 3 {
+				continue
+			}
+			t.Errorf("%s: Wait(%v) returned nil %d times in a row (Poll then found %d packets); want ErrTimeout", what, timeout, try, len(recs))
+			return
+		}
+		switch {
+		case !errors.Is(err, netdev.ErrTimeout) || !errors.Is(err, os.ErrDeadlineExceeded):
+			t.Errorf("%s: Wait(%v) returned %v; want an error matching netdev.ErrTimeout (os.ErrDeadlineExceeded)", what, timeout, err)
+		case took < timeout-time.Millisecond:
+			t.Errorf("%s: Wait(%v) returned ErrTimeout after %v, before its timeout", what, timeout, took)
+		case took > timeout+2*time.Second:
+			t.Errorf("%s: Wait(%v) returned ErrTimeout only after %v", what, timeout, took)
+		}
+		return
+	}
+}
+
+func testPoll(t *testing.T, f Factory) {
+	e := open(t, f, netdev.Config{}, true)
+	e.expectTimeout("poll: Wait on an idle device")
+
+	const total, burst = 50, 10
+	for seq := uint32(0); seq < total; seq += burst {
+		e.sendBurst(seq, burst, e.small, true)
+	}
+	if err := e.rx.Wait(deliverWait); err != nil {
+		t.Fatalf("poll: Wait(%v) with %d packets sent: %v; want nil", deliverWait, total, err)
+	}
+	c := e.rx.Cache()
+	calls := 0
+	n, err := e.rx.Poll(0, func(b *skb.Buff) { calls++; c.Free(b) })
+	if n != 0 || calls != 0 || err != nil {
+		t.Errorf("poll: Poll(0) returned %d, %v and called the handler %d times with packets waiting; a budget of 0 hands none over", n, err, calls)
+	}
+	if err := e.rx.Wait(deliverWait); err != nil {
+		t.Errorf("poll: Wait with packets still waiting returned %v; want nil", err)
+	}
+	recs := e.pollSync(total, 3, false) // checks n <= budget on every call
+	e.checkDelivery(fmt.Sprintf("poll: %d packets polled with a budget of 3", total), recs, delivery{sent: total})
+
+	e.expectTimeout("poll: Wait after every packet was polled")
+
+	errc := make(chan error, 1)
+	go func() { errc <- e.rx.Wait(-1) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := e.rx.Close(); err != nil {
+		t.Errorf("poll: RX.Close: %v", err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("poll: Wait(-1), woken by Close from another goroutine, returned %v; want an error matching net.ErrClosed", err)
+		}
+	case <-time.After(deliverWait):
+		t.Fatalf("poll: Wait(-1) had not returned %v after another goroutine closed the device", deliverWait)
+	}
+}
+
+func testClosed(t *testing.T, f Factory) {
+	e := open(t, f, netdev.Config{}, true)
+	devs := []struct {
+		name string
+		dev  netdev.Device
+	}{{"TX", e.tx}, {"RX", e.rx}}
+	for _, d := range devs {
+		if err := d.dev.Close(); err != nil {
+			t.Errorf("%s.Close: %v", d.name, err)
+		}
+	}
+	for _, d := range devs {
+		closed := func(op string, err error) {
+			t.Helper()
+			if !errors.Is(err, net.ErrClosed) {
+				t.Errorf("closed: %s.%s after Close returned %v; want an error matching net.ErrClosed", d.name, op, err)
+			}
+		}
+		for _, more := range []bool{false, true} {
+			b, err := e.p.Alloc(64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Put(64)
+			closed(fmt.Sprintf("Xmit(more=%v)", more), d.dev.Xmit(b, more))
+			if b.IsLive() {
+				t.Errorf("closed: %s.Xmit after Close did not free the packet", d.name)
+			}
+		}
+		closed("Flush", d.dev.Flush())
+		calls := 0
+		n, err := d.dev.Poll(8, func(b *skb.Buff) { calls++; b.Free() })
+		closed("Poll(8)", err)
+		if n != 0 || calls != 0 {
+			t.Errorf("closed: %s.Poll after Close returned %d and called the handler %d times", d.name, n, calls)
+		}
+		closed("Wait(10ms)", d.dev.Wait(10*time.Millisecond))
+		errc := make(chan error, 1)
+		go func() { errc <- d.dev.Wait(-1) }()
+		select {
+		case err := <-errc:
+			closed("Wait(-1)", err)
+		case <-time.After(deliverWait):
+			t.Fatalf("closed: %s.Wait(-1) after Close had not returned after %v", d.name, deliverWait)
+		}
+		closed("Close", d.dev.Close())
+		d.dev.Stats()
+	}
+}
+
+func testAllocs(t *testing.T, f Factory) {
+	e := open(t, f, netdev.Config{}, false)
+	const batch = 64
+	pls := [2]int{min(64, e.pair.MaxPayload), min(1000, e.pair.MaxPayload)}
+	fill, tx, rx, rc := e.pair.Fill, e.tx, e.rx, e.rx.Cache()
+	var seq uint32
+	var got, lost, cycles int
+	var xerr, perr error
+	h := func(b *skb.Buff) { got++; rc.Free(b) }
+	cycle := func() {
+		c := tx.Cache()
+		for i := range batch {
+			pl := pls[i&1]
+			b, err := c.Alloc(pl + FillSlack)
+			if err != nil {
+				xerr = err
+				return
+			}
+			fill(b, seq, pl)
+			seq++
+			if err := tx.Xmit(b, true); err != nil && xerr == nil {
+				xerr = err
+			}
+		}
+		if err := tx.Flush(); err != nil && xerr == nil {
+			xerr = err
+		}
+		got = 0
+		for waits := 0; got < batch && waits < 20; {
+			n, err := rx.Poll(batch-got, h)
+			if err != nil {
+				perr = err
+				return
+			}
+			if n == 0 {
+				waits++
+				if err := rx.Wait(10 * time.Millisecond); err != nil && !errors.Is(err, netdev.ErrTimeout) {
+					perr = err
+					return
+				}
+			}
+		}
+		lost += batch - got
+		cycles++
+	}
+	for range 3 {
+		cycle() // warm up: caches, rings, timers
+	}
+	allocs := testing.AllocsPerRun(20, cycle)
+	if xerr != nil || perr != nil {
+		t.Fatalf("allocs: transmit error %v, receive error %v", xerr, perr)
+	}
+	if allocs != 0 {
+		t.Errorf("allocs: a steady-state cycle (allocate, fill and Xmit %d packets of %d and %d bytes of payload, Flush, Poll them back, free them) allocated %.1f times; want 0",
+			batch, pls[0], pls[1], allocs)
+	}
+	allowed := 0
+	if e.pair.Lossy {
+		allowed = max(1, int(LossyFraction*float64(cycles*batch)))
+	}
+	if lost > allowed {
+		t.Errorf("allocs: %d of %d packets lost; allowed %d", lost, cycles*batch, allowed)
+	}
+}
