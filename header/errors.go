@@ -3,14 +3,17 @@ package header
 import "errors"
 
 // Sentinel errors. Every error a parser returns matches exactly one of them
-// with errors.Is. Parsers return either the sentinel itself or a preallocated
-// *ParseError wrapping it, so a failed parse allocates nothing; drivers count
-// the drop by sentinel.
+// with errors.Is. Parsers return a preallocated *ParseError wrapping the
+// sentinel, and the other functions the sentinel itself, so a failure on the
+// hot path allocates nothing; drivers count the drop by sentinel.
 var (
 	// ErrTruncated is returned when fewer bytes are present than a header's
 	// fixed part or one of its length fields needs (IPv4 IHL and total
 	// length, IPv6 payload length, UDP length, TCP data offset, ARP address
-	// lengths, an option or extension header running past the header).
+	// lengths, an extension header running past the payload), by
+	// ParseFrameBuff and ParsePacketBuff when a header lies beyond the
+	// linear data (layer "frame"), and by BuildUDP for a frame shorter
+	// than its headers.
 	ErrTruncated = errors.New("header: truncated")
 
 	// ErrBadVersion is returned when the IP version field is not 4 for
@@ -40,12 +43,14 @@ var (
 	// that does not directly follow the fixed header.
 	ErrBadExtensionHeader = errors.New("header: bad IPv6 extension header")
 
-	// ErrBadChecksum is returned by Frame.VerifyChecksum when an IPv4
-	// header, UDP, TCP or ICMP checksum does not verify.
+	// ErrBadChecksum is returned by Frame.VerifyChecksum and
+	// Frame.VerifyChecksumBuff when an IPv4 header, UDP, TCP or ICMP
+	// checksum does not verify.
 	ErrBadChecksum = errors.New("header: bad checksum")
 
 	// ErrBadChecksumOffset is returned by FinishChecksum when csum_start
-	// or csum_start+csum_offset+2 lies outside the packet.
+	// or csum_start+csum_offset+2 lies outside the packet, and by
+	// FinishChecksumBuff when either lies outside the linear data.
 	ErrBadChecksumOffset = errors.New("header: checksum start or offset out of range")
 
 	// ErrGSO is returned by FinishChecksumBuff for a GSO buffer: its
@@ -68,7 +73,7 @@ var (
 // it. Match it with errors.Is against a sentinel, or errors.As to read the
 // layer.
 type ParseError struct {
-	Layer  string // the header that failed: "ethernet", "vlan", "arp", "ipv4", "ipv6", "udp", "tcp", "icmpv4", "icmpv6"
+	Layer  string // the header that failed: "ethernet", "vlan", "arp", "ip", "ipv4", "ipv6", "udp", "tcp", "icmpv4", "icmpv6", or "frame" for a header beyond the linear data
 	Reason string // what was wrong, in words
 	Err    error  // the sentinel, one of the Err values of this package
 }
