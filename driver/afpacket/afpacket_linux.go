@@ -340,7 +340,7 @@ func (d *Device) joinFanout() error {
 		// does not apply to it.
 		tf |= unix.PACKET_FANOUT_FLAG_IGNORE_OUTGOING
 	}
-	if cfg.FanoutGroup == 0 {
+	if cfg.FanoutGroup == 0 && !cfg.FanoutJoin {
 		tf |= unix.PACKET_FANOUT_FLAG_UNIQUEID
 	}
 	if err := unix.SetsockoptInt(d.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, int(uint32(cfg.FanoutGroup)|tf<<16)); err != nil {
@@ -538,7 +538,9 @@ func (d *Device) release() error {
 	if d.ring != nil {
 		errs = append(errs, d.ring.Unmap())
 	}
-	d.mem, d.rx, d.tx = nil, nil, nil
+	// d.rx and d.tx keep pointing at the unmapped memory: every reader
+	// checks the closed bit first (enter, Wait's callback), and the last
+	// Wait callback returned before the file's Close did.
 	if d.cache != nil {
 		d.cache.Close()
 	}
@@ -604,8 +606,8 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // OpenFanout opens n devices on cfg.Ifname in one fanout group, so that n
 // goroutines each own one queue of the interface's received frames. Device
 // i has Queue cfg.Queue+i. cfg.Fanout FanoutNone means FanoutHash (a flow
-// stays on one device); cfg.FanoutGroup 0 lets the kernel choose an unused
-// group id. On error the devices already opened are closed. The caller must
+// stays on one device); cfg.FanoutGroup 0 without cfg.FanoutJoin lets the
+// kernel choose an unused group id. On error the devices already opened are closed. The caller must
 // Close every device.
 func OpenFanout(cfg Config, n int) ([]*Device, error) {
 	if n < 1 {
@@ -619,7 +621,7 @@ func OpenFanout(cfg Config, n int) ([]*Device, error) {
 		c := cfg
 		c.Queue = cfg.Queue + i
 		if i > 0 {
-			c.FanoutGroup = devs[0].FanoutGroup()
+			c.FanoutGroup, c.FanoutJoin = devs[0].FanoutGroup(), true
 		}
 		d, err := Open(c)
 		if err != nil {

@@ -171,14 +171,18 @@ type Config struct {
 	// with SnapLen.
 	Filter []bpf.RawInstruction
 
-	// Fanout joins the socket to fanout group FanoutGroup with this mode,
-	// so that several devices (one per goroutine, each one queue) share the
-	// interface's frames. FanoutGroup 0 asks the kernel for an unused group
-	// id (PACKET_FANOUT_FLAG_UNIQUEID), which Device.FanoutGroup reports
-	// for the others to join. Every member must use the same Protocol,
-	// mode and flags. See OpenFanout.
+	// Fanout joins the socket to a fanout group with this mode, so that
+	// several devices (one per goroutine, each one queue) share the
+	// interface's frames. With FanoutJoin the group is FanoutGroup, made if
+	// it does not exist (ids are per network namespace). Without it and
+	// with FanoutGroup 0, the kernel makes a group with an unused id
+	// (PACKET_FANOUT_FLAG_UNIQUEID, which can be 0 itself), which
+	// Device.FanoutGroup reports for the others to join with FanoutJoin.
+	// Every member must use the same Protocol, mode and flags. See
+	// OpenFanout, which does all this.
 	Fanout      FanoutMode
 	FanoutGroup uint16
+	FanoutJoin  bool
 	FanoutFlags FanoutFlag
 
 	// Queue is the queue number this device is, stored in every received
@@ -261,7 +265,7 @@ func (c *Config) check(pageSize int) (geometry, error) {
 		return bad("fanout mode %v", c.Fanout)
 	case c.FanoutFlags&^(FanoutFlagRollover|FanoutFlagDefrag) != 0:
 		return bad("fanout flags %#x", uint16(c.FanoutFlags))
-	case c.Fanout == FanoutNone && (c.FanoutGroup != 0 || c.FanoutFlags != 0):
+	case c.Fanout == FanoutNone && (c.FanoutGroup != 0 || c.FanoutFlags != 0 || c.FanoutJoin):
 		return bad("fanout group %d or flags %#x without a fanout mode", c.FanoutGroup, uint16(c.FanoutFlags))
 	case c.Fanout != FanoutNone && c.TxOnly:
 		return bad("fanout on a transmit-only device")

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/bpf"
+
 	"github.com/skbdev/skb/header"
 	"github.com/skbdev/skb/lab"
 	"github.com/skbdev/skb/lab/labtest"
@@ -140,3 +142,6 @@ func collect(t testing.TB, d *Device, want int, timeout time.Duration, fn func(b
 func isTimeout(err error) bool { return err != nil && errorsIs(err, netdev.ErrTimeout) }
 
 var _ = netip.Addr{}
+
+// rawRetA is a classic BPF program that returns the accumulator.
+var rawRetA = []bpf.RawInstruction{{Op: 0x16}}

@@ -74,14 +74,9 @@ func (d *Device) checkLen(b *skb.Buff, l int) error {
 		d.ctr.TxDrop(netdev.DropMalformed, 1)
 		return d.errs.short
 	}
-	max := d.mtu + header.EthernetHeaderLen
-	if d.g.mode == TxRing {
-		max = min(max+header.VLANTagLen, d.g.frameSize-txData)
-	}
-	if l > max {
-		if l <= d.mtu+header.EthernetHeaderLen+header.VLANTagLen && d.vlanTagged(b) {
-			return nil
-		}
+	if l > d.mtu+header.EthernetHeaderLen &&
+		(l > d.mtu+header.EthernetHeaderLen+header.VLANTagLen || !d.vlanTagged(b)) ||
+		d.g.mode == TxRing && l > d.g.frameSize-txData {
 		d.ctr.TxDrop(netdev.DropTooBig, 1)
 		return d.errs.tooBig
 	}

@@ -1,0 +1,120 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/skb"
+)
+
+// TestVLAN sends a tagged frame: the receiving kernel moves the tag into the
+// skb (VLAN offload), and the device puts it back where it was on the wire.
+func TestVLAN(t *testing.T) {
+	l := newLab(t)
+	fr := newFramer(l)
+	fr.uf.VLANProto, fr.uf.VLANTCI = header.EtherTypeVLAN, 0x2123 // priority 1, VID 0x123
+	rx := openIn(t, &l.B, Config{})
+	tx := openIn(t, &l.A, Config{})
+	// 1518 bytes: 4 over MTU+14, allowed for a tagged frame.
+	sendN(t, tx, fr, 0, 1, 1500-28, 1)
+	sendN(t, tx, fr, 1, 1, 64, 1)
+	got := collect(t, rx, 2, 3*time.Second, func(b *skb.Buff, seq uint32, payload int) {
+		f, err := header.ParseFrame(b.Data())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.VLANProto != header.EtherTypeVLAN || f.VLANTCI != 0x2123 {
+			t.Errorf("seq %d: vlan proto %#x tci %#x, want 0x8100 0x2123", seq, f.VLANProto, f.VLANTCI)
+		}
+		if b.NetworkOffset() != 18 || b.Protocol() != header.EtherTypeIPv4 {
+			t.Errorf("seq %d: network offset %d protocol %#x", seq, b.NetworkOffset(), b.Protocol())
+		}
+	})
+	if got != 2 {
+		t.Fatalf("received %d of 2 tagged frames; tx %+v", got, tx.Stats())
+	}
+}
+
+// TestSnapLen: frames longer than SnapLen arrive cut and are dropped and
+// counted as truncated; shorter ones are delivered whole.
+func TestSnapLen(t *testing.T) {
+	l := newLab(t)
+	fr := newFramer(l)
+	rx := openIn(t, &l.B, Config{SnapLen: 200})
+	tx := openIn(t, &l.A, Config{})
+	sendN(t, tx, fr, 0, 5, 500, 5)
+	sendN(t, tx, fr, 5, 5, 64, 5)
+	got := collect(t, rx, 5, 3*time.Second, func(b *skb.Buff, seq uint32, payload int) {
+		if seq < 5 {
+			t.Errorf("seq %d (a 542-byte frame) delivered with SnapLen 200", seq)
+		}
+	})
+	// Let the truncated ones be counted too: they come first.
+	if got != 5 {
+		t.Fatalf("received %d of 5 short frames", got)
+	}
+	if s := rx.Stats(); s.RxTruncated != 5 || s.RxDropped[netdev.DropTruncated] != 5 {
+		t.Fatalf("rx_truncated %d rx_dropped_truncated %d, want 5", s.RxTruncated, s.RxDropped[netdev.DropTruncated])
+	}
+}
+
+// TestMalformed sends a frame whose IPv4 header is bad: delivered and counted
+// unparsed by default, dropped and counted with DropMalformed.
+func TestMalformed(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		name := "deliver"
+		if drop {
+			name = "drop"
+		}
+		t.Run(name, func(t *testing.T) {
+			l := newLab(t)
+			fr := newFramer(l)
+			rx := openIn(t, &l.B, Config{DropMalformed: drop})
+			tx := openIn(t, &l.A, Config{})
+			b, _ := tx.Cache().Alloc(200)
+			fr.fill(b, 7, 100)
+			b.Data()[14] = 0x43 // IPv4, header length 12 bytes: invalid
+			if err := tx.Xmit(b, false); err != nil {
+				t.Fatal(err)
+			}
+			sendN(t, tx, fr, 8, 1, 100, 1) // a good one after it
+			var bad, good int
+			deadline := time.Now().Add(3 * time.Second)
+			for good == 0 && time.Now().Before(deadline) {
+				rx.Poll(64, func(b *skb.Buff) {
+					d := b.Data()
+					switch {
+					case len(d) > 14 && d[14] == 0x43:
+						bad++
+						if b.Protocol() != header.EtherTypeIPv4 || b.NetworkOffset() != 14 || b.TransportHeaderWasSet() {
+							t.Errorf("bad frame: protocol %#x network %d transport set %v", b.Protocol(), b.NetworkOffset(), b.TransportHeaderWasSet())
+						}
+					default:
+						if _, _, ok := seqOf(b); ok {
+							good++
+						}
+					}
+					rx.Cache().Free(b)
+				})
+				rx.Wait(10 * time.Millisecond)
+			}
+			s, rs := rx.Stats(), rx.RingStats()
+			if good != 1 {
+				t.Fatalf("good frame not received")
+			}
+			if drop {
+				if bad != 0 || s.RxDropped[netdev.DropMalformed] != 1 || rs.RxUnparsed != 0 {
+					t.Fatalf("delivered %d bad, rx_dropped_malformed %d, unparsed %d", bad, s.RxDropped[netdev.DropMalformed], rs.RxUnparsed)
+				}
+				return
+			}
+			if bad != 1 || s.RxDroppedTotal() != 0 || rs.RxUnparsed != 1 {
+				t.Fatalf("delivered %d bad, rx_dropped %d, unparsed %d", bad, s.RxDroppedTotal(), rs.RxUnparsed)
+			}
+		})
+	}
+}
