@@ -144,6 +144,30 @@ func (h ARP) SetProtocolType(t uint16) { binary.BigEndian.PutUint16(h[2:4], t) }
 // SetOp writes the operation.
 func (h ARP) SetOp(op uint16) { binary.BigEndian.PutUint16(h[6:8], op) }
 
+// SetSenderHardwareAddr copies a into the sender hardware address. It
+// panics when len(a) is not HardwareLen (a programming error); the lengths
+// are set with Encode.
+func (h ARP) SetSenderHardwareAddr(a []byte) { setAddr(h.SenderHardwareAddr(), a) }
+
+// SetSenderProtocolAddr copies a into the sender protocol address, as
+// SetSenderHardwareAddr.
+func (h ARP) SetSenderProtocolAddr(a []byte) { setAddr(h.SenderProtocolAddr(), a) }
+
+// SetTargetHardwareAddr copies a into the target hardware address, as
+// SetSenderHardwareAddr.
+func (h ARP) SetTargetHardwareAddr(a []byte) { setAddr(h.TargetHardwareAddr(), a) }
+
+// SetTargetProtocolAddr copies a into the target protocol address, as
+// SetSenderHardwareAddr.
+func (h ARP) SetTargetProtocolAddr(a []byte) { setAddr(h.TargetProtocolAddr(), a) }
+
+func setAddr(dst, a []byte) {
+	if len(a) != len(dst) {
+		panic(fmt.Sprintf("header: ARP: address of %d bytes where the header says %d", len(a), len(dst)))
+	}
+	copy(dst, a)
+}
+
 // Encode writes the packet f describes into h[:f.Len()], lengths included.
 // It panics, with the lengths in the message, when the two hardware or the
 // two protocol addresses differ in length or a length exceeds 255: that is

@@ -22,7 +22,9 @@
 // payload may lie in page frags, and mark the offsets in it.
 // BuildUDP writes the headers of a UDP frame for a packet generator.
 //
-// Parsing, building and checksumming allocate nothing. Errors on bad input
+// Views and functions keep no state of their own: concurrent use is safe as
+// long as nothing writes the bytes being read. Parsing, building and
+// checksumming allocate nothing. Errors on bad input
 // are preallocated *ParseError values wrapping the sentinels in errors.go,
 // so a driver can count drops by reason with errors.Is and no allocation.
 // Bytes from the wire never make these functions panic.

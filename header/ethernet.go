@@ -188,6 +188,20 @@ func (h VLAN) Payload() []byte { return h[VLANTagLen:] }
 // SetTCI writes the Tag Control Information.
 func (h VLAN) SetTCI(tci uint16) { binary.BigEndian.PutUint16(h[0:2], tci) }
 
+// SetPriority writes the low 3 bits of p as the priority code point.
+func (h VLAN) SetPriority(p uint8) { h[0] = h[0]&0x1f | p<<5 }
+
+// SetDropEligible writes the drop eligible indicator bit.
+func (h VLAN) SetDropEligible(d bool) {
+	h[0] &^= 0x10
+	if d {
+		h[0] |= 0x10
+	}
+}
+
+// SetID writes the low 12 bits of id as the VLAN identifier.
+func (h VLAN) SetID(id uint16) { h.SetTCI(h.TCI()&0xf000 | id&0x0fff) }
+
 // SetEtherType writes the encapsulated EtherType.
 func (h VLAN) SetEtherType(t uint16) { binary.BigEndian.PutUint16(h[2:4], t) }
 

@@ -100,6 +100,18 @@ func TestVLAN(t *testing.T) {
 		if h.Priority() != 1 || h.ID() != 5 || h.EtherType() != EtherTypeARP {
 			t.Error("setters")
 		}
+		h.SetPriority(6)
+		h.SetDropEligible(true)
+		h.SetID(0xabc)
+		if h.Priority() != 6 || !h.DropEligible() || h.ID() != 0xabc || h.TCI() != 0xdabc {
+			t.Errorf("field setters: TCI %#x", h.TCI())
+		}
+		h.SetDropEligible(false)
+		h.SetPriority(0xff)
+		h.SetID(0xffff)
+		if h.TCI() != 0xefff {
+			t.Errorf("field setters masking: TCI %#x", h.TCI())
+		}
 	}
 	_, err := ParseVLAN(make([]byte, 3))
 	wantParseErr(t, err, ErrTruncated, "vlan")
@@ -125,6 +137,22 @@ func TestARP(t *testing.T) {
 		!bytes.Equal(h.TargetHardwareAddr(), make([]byte, 6)) || !bytes.Equal(h.TargetProtocolAddr(), []byte{198, 18, 0, 2}) {
 		t.Fatalf("read back % x", []byte(h))
 	}
+	h.SetSenderHardwareAddr(mac2[:])
+	h.SetSenderProtocolAddr([]byte{10, 0, 0, 1})
+	h.SetTargetHardwareAddr(BroadcastMAC[:])
+	h.SetTargetProtocolAddr([]byte{10, 0, 0, 2})
+	if !bytes.Equal(h.SenderHardwareAddr(), mac2[:]) || !bytes.Equal(h.SenderProtocolAddr(), []byte{10, 0, 0, 1}) ||
+		!bytes.Equal(h.TargetHardwareAddr(), BroadcastMAC[:]) || !bytes.Equal(h.TargetProtocolAddr(), []byte{10, 0, 0, 2}) {
+		t.Fatal("address setters")
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("no panic for a 4-byte hardware address")
+			}
+		}()
+		h.SetSenderHardwareAddr([]byte{1, 2, 3, 4})
+	}()
 	h.SetOp(ARPReply)
 	h.SetHardwareType(6)
 	h.SetProtocolType(EtherTypeIPv6)
