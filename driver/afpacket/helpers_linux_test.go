@@ -145,3 +145,6 @@ var _ = netip.Addr{}
 
 // rawRetA is a classic BPF program that returns the accumulator.
 var rawRetA = []bpf.RawInstruction{{Op: 0x16}}
+
+// buildUDP writes fr's headers over the frame f, whose payload is in place.
+func buildUDP(f []byte, fr *framer) (header.Frame, error) { return header.BuildUDP(f, &fr.uf) }
