@@ -1,0 +1,104 @@
+package udp
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/skbdev/skb/netdev"
+)
+
+// Config configures a Device. The zero Config is not enough on its own: set
+// Local, Remote or both. netdev.Config's fields (Pool, Headroom, Copybreak,
+// Batch) keep their meaning and defaults.
+type Config struct {
+	netdev.Config
+
+	// Local is the address the socket binds to (bind(2)). Its zero value
+	// leaves the choice to the kernel at the first send (an ephemeral port
+	// on the address the route picks). An unspecified address (0.0.0.0 or
+	// ::) with a port receives on every address. The IPv6 unspecified
+	// address makes a dual-stack socket (IPV6_V6ONLY off) that also sends to
+	// and receives from IPv4 peers.
+	Local netip.AddrPort
+
+	// Remote, when set, connects the socket (connect(2)): Xmit sends there,
+	// and only datagrams from Remote are received. Its zero value leaves the
+	// socket unconnected: each datagram then goes where SetDst last pointed
+	// or where XmitTo says.
+	Remote netip.AddrPort
+
+	// GSO turns on UDP segmentation offload (UDP_SEGMENT, Linux 4.18): a
+	// doorbell sends a run of equal-size datagrams to one destination as one
+	// message, and Xmit accepts GSO super-packets (skb.GSOUDPL4). The kernel
+	// support is probed at Open; a GSO send that fails with EIO, EINVAL or
+	// EMSGSIZE turns it off for the socket (counted in gso_fallback_<reason>)
+	// and the batch is sent again plainly.
+	GSO bool
+
+	// GRO turns on UDP receive coalescing (UDP_GRO, Linux 5.0): the kernel
+	// delivers a train of datagrams from one flow as one message, which Poll
+	// splits back into one buffer per datagram. Receive buffers then come
+	// from the pool's largest class (64 KiB trains). Refused by the kernel,
+	// it stays off and gso_fallback_unsupported counts it.
+	GRO bool
+
+	// SndBuf and RcvBuf size the socket's send and receive buffers, in bytes
+	// (0 keeps the kernel's default, net.core.wmem_default and
+	// rmem_default). They are set with SO_SNDBUFFORCE and SO_RCVBUFFORCE,
+	// which pass the sysctl limits but need CAP_NET_ADMIN, falling back to
+	// SO_SNDBUF and SO_RCVBUF, which the kernel caps at wmem_max and
+	// rmem_max. The kernel doubles the value for its bookkeeping (socket(7)).
+	SndBuf, RcvBuf int
+
+	// BusyPoll makes Wait spin instead of sleeping: it polls the socket
+	// without blocking until a datagram arrives or the timeout passes, which
+	// saves the wake-up of a sleeping receiver (tens of microseconds on a
+	// virtual machine) at the cost of a busy CPU. A positive value is also
+	// set as SO_BUSY_POLL (rounded to microseconds), so that the kernel polls
+	// the device queue under the socket, where the device supports it (not
+	// loopback); when raising it is not permitted (it needs CAP_NET_ADMIN
+	// above net.core.busy_read) the spinning stays and the option is
+	// skipped. Zero means Wait sleeps.
+	BusyPoll time.Duration
+
+	// ReusePort sets SO_REUSEPORT before bind, so that several devices
+	// (one per goroutine) share one port and the kernel spreads flows across
+	// them.
+	ReusePort bool
+
+	// BindToDevice, when not empty, binds the socket to the named interface
+	// (SO_BINDTODEVICE).
+	BindToDevice string
+
+	// RecvSize is the largest datagram a receive buffer holds, in bytes;
+	// longer ones are dropped and counted in rx_truncated (MSG_TRUNC). 0
+	// means what the receive buffer's size class holds behind the headroom:
+	// 1920 bytes with the default 2 KiB class and headroom, 69504 with GRO
+	// (the 68 KiB class), enough for a 64 KiB train.
+	RecvSize int
+
+	// TxTimeout bounds how long a doorbell waits for room in the socket's
+	// send buffer (SO_SNDTIMEO): after it the unsent rest of the batch is
+	// dropped, counted in tx_dropped_ring_full, and Xmit returns an error
+	// wrapping unix.EAGAIN. 0 means DefaultTxTimeout; a negative value means
+	// no wait at all (MSG_DONTWAIT).
+	TxTimeout time.Duration
+}
+
+// DefaultTxTimeout is the TxTimeout used when Config.TxTimeout is 0.
+const DefaultTxTimeout = time.Second
+
+// Limits of one UDP message, from the kernel.
+const (
+	// MaxDatagram4 and MaxDatagram6 are the largest UDP payloads, in bytes,
+	// that one datagram carries over IPv4 (65535 less the IPv4 and UDP
+	// headers) and over IPv6 without jumbograms (65535 less the UDP header).
+	// Xmit drops a longer one with netdev.ErrTooBig.
+	MaxDatagram4 = 65535 - 20 - 8
+	MaxDatagram6 = 65535 - 8
+
+	// MaxGSOSegments is the most datagrams the driver puts in one UDP_SEGMENT
+	// message: UDP_MAX_SEGMENTS of the kernel that introduced the option
+	// (include/linux/udp.h, 64 in Linux 4.18; later kernels allow 128).
+	MaxGSOSegments = 64
+)

@@ -1,0 +1,78 @@
+// Package udp is a netdev.Device over one UDP socket: batched transmit with
+// sendmmsg(2) and UDP segmentation offload (UDP_SEGMENT), batched receive
+// with recvmmsg(2) and UDP receive coalescing (UDP_GRO), driven through
+// golang.org/x/sys/unix on the socket's descriptor, with no Go netpoller and
+// no allocation per datagram.
+//
+// A packet is a UDP datagram: a buffer's data (linear data, frags and frag
+// list) is the UDP payload, without IP or UDP header.
+//
+// # Transmit
+//
+// Xmit queues a buffer in a batch preallocated at Open; the doorbell is one
+// sendmmsg of the batch, rung when more is false, when the batch is full and
+// on every error path (seed 002), and it retries the unsent tail after a
+// short count. Buffers are sent from where they are, with one iovec per
+// piece, and freed into the device's Cache after the call, without a clone
+// (seed 000). A datagram the kernel refuses is dropped and counted by
+// reason; the rest of the batch is still sent. When the socket's send
+// buffer stays full for TxTimeout the unsent rest is dropped (EAGAIN).
+//
+// With Config.GSO, a run of equal-size datagrams to one destination (the
+// last may be shorter) goes as one message with a UDP_SEGMENT control
+// message and an iovec per datagram, within the kernel's limits (64
+// segments, 64 KiB per message): the kernel then builds all the datagrams in
+// one pass, which is what makes a UDP socket fast (one send, many
+// datagrams). A buffer that is already a GSO super-packet (GSOSize set,
+// GSOType skb.GSOUDPL4) is sent as such, or cut into datagrams by the driver
+// when GSO is off. A GSO send failing with EIO, EINVAL or EMSGSIZE turns GSO
+// off for the socket, counted in gso_fallback_<reason>, and the same
+// datagrams are sent again plainly.
+//
+//	Xmit(b1,true) ... Xmit(b64,false)   GSO off: sendmmsg of 64 messages
+//	                                    GSO on:  sendmmsg of 1 message, 64 iovecs, UDP_SEGMENT
+//
+// # Destinations
+//
+// A device opened with Config.Remote is connected: every datagram goes
+// there. An unconnected device sends where SetDst last pointed, or to the
+// destination XmitTo gives for one datagram; a packet generator's flows
+// (many ports on one address) are XmitTo calls. Both encode the address once,
+// without allocating; the doorbell groups GSO runs by destination.
+//
+// # Receive
+//
+// Poll receives with recvmmsg into buffers posted from the device's Cache,
+// with the Config's headroom in front of the payload (seed 004): 2 KiB
+// buffers normally, 68 KiB with GRO. A datagram shorter than the copybreak
+// threshold (netdev.DefaultCopybreak, 256 bytes) is copied into a small
+// buffer and the posted one is reused at once (seed 001). A GRO train is
+// split by its segment size into one buffer per datagram. A datagram longer
+// than the receive buffer is dropped and counted in rx_truncated (MSG_TRUNC;
+// nothing is read past the buffer), and datagrams the kernel dropped because
+// the socket's receive buffer was full are counted in rx_dropped_kernel
+// (SO_RXQ_OVFL).
+//
+// Src returns the source address of the datagram the handler is being given:
+// an echo server answers with XmitTo(b, d.Src(), false).
+//
+// Wait sleeps in poll(2) until the socket is readable; with Config.BusyPoll
+// it spins instead, polling the socket without sleeping, which saves the
+// wake-up of a sleeping CPU (about 23 µs on a virtual machine) per round
+// trip. Close wakes a waiting Wait.
+//
+// # Concurrency and errors
+//
+// A Device belongs to one goroutine, as netdev says; Stats and Close are
+// safe from any. Errors are prefixed "udp: <op>: " and wrap the errno, so
+// errors.Is(err, unix.EAGAIN) works; after Close they match net.ErrClosed.
+//
+// # What it is not
+//
+// It is not a replacement for net.UDPConn in ordinary programs: it has no
+// deadlines per call and does not use the Go netpoller, so a Device ties up
+// its goroutine's thread while it waits. It sends and receives UDP payloads
+// only; packets with IP headers are for the afpacket, afxdp and tun drivers.
+// It needs Linux: elsewhere Open returns an error wrapping
+// errors.ErrUnsupported.
+package udp

@@ -1,0 +1,444 @@
+//go:build linux
+
+package udp
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/internal/mmsg"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/skb"
+)
+
+// rxCtrlLen is the control buffer of each receive slot: room for the UDP_GRO
+// (int) and SO_RXQ_OVFL (uint32) messages, with some to spare.
+const rxCtrlLen = 64
+
+// rxq is the receive side: one recvmmsg batch whose slots each have a posted
+// buffer, and the messages received and not yet handed to the handler.
+type rxq struct {
+	batch    *mmsg.Batch
+	bufs     []*skb.Buff // posted buffer of each slot; nil when the slot needs one
+	recvSize int         // bytes each posted buffer offers the kernel
+
+	n, next int // messages [next, n) are received and pending
+	off     int // bytes of message next already handed over (a GRO train)
+	seg     int // GRO segment size of message next, 0 for one datagram
+	cur     int // slot of the packet last handed over, for Src; -1 for none
+
+	drops uint32 // the last SO_RXQ_OVFL drop count seen
+
+	timeo time.Duration // SO_RCVTIMEO now set (Wait); -1 none set
+	pfd   [1]unix.PollFd
+	ts    unix.Timespec
+}
+
+func (r *rxq) init(batch, recvSize int) {
+	r.batch = mmsg.NewBatch(batch, true, rxCtrlLen)
+	r.bufs = make([]*skb.Buff, batch)
+	r.recvSize = recvSize
+	r.cur = -1
+	r.timeo = -1
+}
+
+var (
+	errPollNoBuf = fmt.Errorf("udp: poll: no receive buffer")
+)
+
+// Poll receives up to budget datagrams without blocking and hands each to h
+// in arrival order, as one buffer holding the UDP payload with the Config's
+// headroom in front (napi_poll). It receives with recvmmsg(2) into posted
+// buffers from the device's Cache: a datagram shorter than the copybreak
+// threshold is copied into a right-sized buffer and the posted one stays
+// posted (seed 001); a GRO train is split into one buffer per datagram
+// (copies for segments shorter than the copybreak threshold, clones sharing
+// the train's buffer otherwise). A datagram longer than the receive buffer
+// is dropped (rx_truncated); datagrams the kernel dropped on a full socket
+// buffer are counted in rx_dropped_kernel when the next one arrives
+// (SO_RXQ_OVFL). During h, Src gives the datagram's source.
+//
+// The handler owns each buffer it is given. Poll returns how many it handed
+// over, ErrClosed after Close, or the receive call's error prefixed "udp:
+// poll: " (ECONNREFUSED reports an ICMP port unreachable for an earlier
+// datagram of a connected device). It allocates nothing.
+func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if !d.enterPoll() {
+		return 0, ErrClosed
+	}
+	defer d.exitPoll()
+	r := &d.rx
+	done := 0
+	for done < budget {
+		if r.next < r.n {
+			done += d.deliver(budget-done, h)
+			continue
+		}
+		want := min(budget-done, len(r.bufs))
+		k, err := d.recv(want, unix.MSG_DONTWAIT)
+		if err != nil {
+			if err == unix.EAGAIN {
+				break
+			}
+			return done, d.rxError(err)
+		}
+		if d.closing() {
+			d.rx.discard()
+			return done, ErrClosed
+		}
+		done += d.deliver(budget-done, h)
+		if k < want {
+			// The queue is drained: another call would find it empty.
+			break
+		}
+	}
+	return done, nil
+}
+
+// rxError wraps a receive error, allocating only for the unusual ones.
+func (d *Device) rxError(err error) error {
+	if err == errPollNoBuf {
+		return err
+	}
+	return fmt.Errorf("udp: poll: %w", err)
+}
+
+// recv posts buffers in slots [0, n) and receives into them with one
+// recvmmsg; the messages become pending. A call with MSG_DONTWAIT goes
+// through RawSyscall (it cannot sleep).
+func (d *Device) recv(n, flags int) (int, error) {
+	r := &d.rx
+	for i := range n {
+		if r.bufs[i] != nil {
+			continue
+		}
+		b, err := d.alloc(r.recvSize)
+		if err != nil {
+			n = i
+			break
+		}
+		r.bufs[i] = b
+		r.batch.Set(i, b.Head()[d.headroom:d.headroom+r.recvSize])
+	}
+	if n == 0 {
+		return 0, errPollNoBuf
+	}
+	r.batch.PrepareRecv(n)
+	var k int
+	var err error
+	for {
+		if flags&unix.MSG_DONTWAIT != 0 {
+			k, err = mmsg.RecvmmsgNow(d.fd, r.batch, n, flags)
+		} else {
+			k, err = mmsg.Recvmmsg(d.fd, r.batch, n, flags)
+		}
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	r.n, r.next, r.off = k, 0, 0
+	return k, nil
+}
+
+// alloc returns an empty buffer from the cache with at least n bytes after
+// the device's headroom, which it reserves.
+func (d *Device) alloc(n int) (*skb.Buff, error) {
+	b, err := d.cache.Alloc(max(0, n+d.headroom-d.poolHR))
+	if err != nil {
+		return nil, err
+	}
+	if d.headroom != d.poolHR {
+		setHeadroom(b, d.headroom)
+	}
+	return b, nil
+}
+
+// setHeadroom moves the data of the empty buffer b to hr bytes from head.
+func setHeadroom(b *skb.Buff, hr int) {
+	if h := b.Headroom(); hr > h {
+		b.Reserve(hr - h)
+	} else if hr < h {
+		b.Push(h - hr)
+		b.Trim(0)
+	}
+}
+
+// deliver hands pending datagrams to h, up to budget, and returns how many.
+func (d *Device) deliver(budget int, h netdev.Handler) int {
+	r := &d.rx
+	done := 0
+	for r.next < r.n && done < budget {
+		i := r.next
+		hd := &r.batch.Hdrs[i]
+		n := int(hd.Len)
+		if r.off == 0 {
+			if hd.Hdr.Flags&unix.MSG_TRUNC != 0 || n > r.recvSize {
+				d.ctr.RxDrop(netdev.DropTruncated, 1)
+				r.next++
+				continue
+			}
+			r.seg = 0
+			if hd.Hdr.Controllen > 0 {
+				d.parseCtrl(i, int(hd.Hdr.Controllen))
+			}
+		}
+		r.cur = i
+		if r.seg > 0 && n > r.seg {
+			done += d.deliverTrain(i, n, budget-done, h)
+			continue
+		}
+		b := r.bufs[i]
+		r.next++
+		if n < d.copybreak {
+			c, err := d.alloc(n)
+			if err == nil {
+				copy(c.Put(n), b.Head()[d.headroom:d.headroom+n])
+				d.ctr.RxCopybreak()
+				d.ctr.RxPacket(n)
+				done++
+				h(c)
+				continue
+			}
+		}
+		r.bufs[i] = nil
+		b.Put(n)
+		d.ctr.RxPacket(n)
+		done++
+		h(b)
+	}
+	return done
+}
+
+// deliverTrain hands the datagrams of the GRO train in slot i (n bytes of
+// r.seg-byte segments, the last possibly shorter) to h, up to budget, from
+// byte r.off on; it finishes the message when the train is done. Segments
+// shorter than the copybreak threshold are copied, so the big buffer stays
+// posted; longer ones are clones of it, each trimmed to its segment, the
+// last being the buffer itself (the kernel's skb_segment_list does the
+// same, with clones of one head).
+func (d *Device) deliverTrain(i, n, budget int, h netdev.Handler) int {
+	r := &d.rx
+	b := r.bufs[i]
+	seg := r.seg
+	done := 0
+	if seg < d.copybreak {
+		src := b.Head()[d.headroom : d.headroom+n]
+		for r.off < n && done < budget {
+			l := min(seg, n-r.off)
+			c, err := d.alloc(l)
+			if err != nil {
+				// Drop the rest of the train: the handler got what fit.
+				d.ctr.RxDrop(netdev.DropNoBuffer, (n-r.off+seg-1)/seg)
+				r.off = n
+				break
+			}
+			copy(c.Put(l), src[r.off:r.off+l])
+			r.off += l
+			d.ctr.RxCopybreak()
+			d.ctr.RxPacket(l)
+			done++
+			h(c)
+		}
+	} else {
+		if r.off == 0 {
+			b.Put(n)
+		}
+		for r.off < n && done < budget {
+			l := min(seg, n-r.off)
+			var c *skb.Buff
+			if r.off+l >= n {
+				// The last segment is the buffer itself.
+				c = b
+				r.bufs[i] = nil
+			} else {
+				c = d.cache.Clone(b)
+			}
+			c.Pull(r.off)
+			c.Trim(l)
+			r.off += l
+			d.ctr.RxPacket(l)
+			done++
+			h(c)
+		}
+	}
+	if r.off >= n {
+		r.next++
+		r.off = 0
+	}
+	return done
+}
+
+// parseCtrl reads the control messages of slot i: the GRO segment size and
+// the kernel's drop count.
+func (d *Device) parseCtrl(i, n int) {
+	r := &d.rx
+	c := r.batch.Ctrl(i)
+	if n > len(c) {
+		n = len(c)
+	}
+	for level, typ, data, rest, ok := mmsg.NextCmsg(c[:n]); ok; level, typ, data, rest, ok = mmsg.NextCmsg(rest) {
+		switch {
+		case level == unix.SOL_UDP && typ == unix.UDP_GRO:
+			r.seg = int(int32(mmsg.CmsgInt(data)))
+		case level == unix.SOL_SOCKET && typ == unix.SO_RXQ_OVFL:
+			v := uint32(mmsg.CmsgInt(data))
+			if delta := v - r.drops; delta != 0 && delta < 1<<31 {
+				d.ctr.RxDrop(netdev.DropKernel, int(delta))
+				r.drops = v
+			}
+		}
+	}
+	if r.seg < 0 {
+		r.seg = 0
+	}
+}
+
+// Src returns the source address of the datagram most recently handed to
+// Poll's handler: during the handler, the datagram it was given. It stays
+// valid until the next Poll or Wait receives more. An IPv4 source on a
+// dual-stack socket is given as IPv4; IPv6 zones are not kept. It returns
+// the zero AddrPort before the first datagram. It allocates nothing.
+func (d *Device) Src() netip.AddrPort {
+	r := &d.rx
+	if r.cur < 0 {
+		return netip.AddrPort{}
+	}
+	return mmsg.AddrPort(&r.batch.Names[r.cur], r.batch.Hdrs[r.cur].Hdr.Namelen)
+}
+
+// Wait blocks until Poll would find a datagram, or timeout passes (a
+// negative timeout waits without limit, zero only looks). It returns nil
+// when there is something to receive, netdev.ErrTimeout, or ErrClosed once
+// the device is closed: Close wakes a waiting Wait. With Config.BusyPoll it
+// spins, polling the socket without sleeping; otherwise it sleeps in the
+// kernel.
+func (d *Device) Wait(timeout time.Duration) error {
+	if !d.enter() {
+		return ErrClosed
+	}
+	defer d.exit()
+	r := &d.rx
+	if r.next < r.n {
+		return nil
+	}
+	if d.busy {
+		return d.spin(timeout)
+	}
+	return d.sleep(timeout)
+}
+
+var errWaitNoBuf = fmt.Errorf("udp: wait: no receive buffer")
+
+// spin polls with non-blocking recvmmsg until something arrives; what it
+// receives is pending for Poll.
+func (d *Device) spin(timeout time.Duration) error {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for i := 0; ; i++ {
+		k, err := d.recv(len(d.rx.bufs), unix.MSG_DONTWAIT)
+		if d.closing() {
+			d.rx.discard()
+			return ErrClosed
+		}
+		switch {
+		case k > 0:
+			return nil
+		case err == errPollNoBuf:
+			return errWaitNoBuf
+		case err != nil && err != unix.EAGAIN:
+			// Poll reports it.
+			return nil
+		}
+		if timeout == 0 || timeout > 0 && i&15 == 15 && time.Now().After(deadline) {
+			return netdev.ErrTimeout
+		}
+	}
+}
+
+// sleep waits in poll(2) for the socket to be readable or the device to be
+// shut down by Close.
+func (d *Device) sleep(timeout time.Duration) error {
+	r := &d.rx
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	r.pfd[0] = unix.PollFd{Fd: int32(d.fd), Events: unix.POLLIN}
+	for {
+		var ts *unix.Timespec
+		if timeout >= 0 {
+			left := time.Duration(0)
+			if timeout > 0 {
+				left = time.Until(deadline)
+				if left < 0 {
+					left = 0
+				}
+			}
+			r.ts = unix.NsecToTimespec(left.Nanoseconds())
+			ts = &r.ts
+		}
+		n, err := unix.Ppoll(r.pfd[:], ts, nil)
+		if d.closing() {
+			return ErrClosed
+		}
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return fmt.Errorf("udp: wait: ppoll: %w", err)
+		case n > 0:
+			return nil
+		}
+		return netdev.ErrTimeout
+	}
+}
+
+// pending returns the datagrams received and not yet handed over.
+func (r *rxq) pending(d *Device) int {
+	k := 0
+	for i := r.next; i < r.n; i++ {
+		hd := &r.batch.Hdrs[i]
+		n := int(hd.Len)
+		if hd.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			continue
+		}
+		if i == r.next && r.off > 0 {
+			n -= r.off // a train partly handed over; r.seg is its segment size
+		} else {
+			r.seg = 0
+			d.parseCtrl(i, int(hd.Hdr.Controllen))
+		}
+		if r.seg > 0 && n > r.seg {
+			k += (n + r.seg - 1) / r.seg
+		} else {
+			k++
+		}
+	}
+	return k
+}
+
+// discard drops the pending messages of a closing device (their buffers
+// stay posted and are freed by release).
+func (r *rxq) discard() { r.n, r.next, r.off = 0, 0, 0 }
+
+// release frees the posted buffers and counts pending datagrams as dropped.
+func (r *rxq) release(d *Device) {
+	if k := r.pending(d); k > 0 {
+		d.ctr.RxDrop(netdev.DropClosed, k)
+	}
+	r.discard()
+	for i, b := range r.bufs {
+		if b != nil {
+			d.cache.Free(b)
+			r.bufs[i] = nil
+		}
+	}
+}

@@ -1,0 +1,513 @@
+//go:build linux
+
+package udp
+
+import (
+	"fmt"
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/internal/mmsg"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/skb"
+)
+
+// maxIovPerMsg is the most iovecs one message may carry: UIO_MAXIOV
+// (include/uapi/linux/uio.h).
+const maxIovPerMsg = 1024
+
+// txq is the transmit queue: the packets Xmit queued, in order, and the
+// headers one doorbell builds from them. Everything is allocated at Open.
+type txq struct {
+	pkts  []txPkt                  // queued packets, [0, n)
+	names [][mmsg.SockaddrMax]byte // destination of each queued packet (unconnected socket)
+	n     int
+
+	// One round of the doorbell: up to len(hdrs) messages gathering up to
+	// len(iov) iovecs; msgs describes each message for the counters and
+	// for a GSO fallback.
+	hdrs []unix.Mmsghdr
+	msgs []txMsg
+	iov  []unix.Iovec
+	ctrl []byte // one UDP_SEGMENT cmsg slot per message
+}
+
+// txPkt is one queued packet.
+type txPkt struct {
+	b    *skb.Buff
+	n    int32  // bytes (Len)
+	niov int32  // iovecs it needs: 1 for linear data
+	gso  uint16 // segment size of a GSO super-packet, 0 for one datagram
+	name uint8  // length of its destination in names, 0 for the connected peer
+}
+
+// txMsg is one message of a doorbell round: it starts at byte off of
+// packet pkt and carries segs datagrams of bytes bytes in all.
+type txMsg struct {
+	pkt, off int32
+	segs     int32
+	bytes    int32
+	gso      bool // carries a UDP_SEGMENT cmsg
+	simple   bool // one whole linear packet, no cmsg: sendto will do
+}
+
+// txPos is where a doorbell round starts: byte off of packet pkt (off is
+// non-zero only inside a super-packet sent in several messages).
+type txPos struct{ pkt, off int }
+
+var ctrlSlot = unix.CmsgSpace(2)
+
+func (t *txq) init(batch int) {
+	t.pkts = make([]txPkt, batch)
+	t.names = make([][mmsg.SockaddrMax]byte, batch)
+	t.hdrs = make([]unix.Mmsghdr, batch)
+	t.msgs = make([]txMsg, batch)
+	t.iov = make([]unix.Iovec, max(maxIovPerMsg, 4*batch))
+	t.ctrl = make([]byte, batch*ctrlSlot)
+}
+
+// Static errors of the transmit path, so that a drop allocates nothing.
+var (
+	errXmitTooBig = fmt.Errorf("udp: xmit: %w", netdev.ErrTooBig)
+	errXmitNoDst  = fmt.Errorf("udp: xmit: %w", ErrNoDestination)
+	errXmitGSO    = fmt.Errorf("udp: xmit: GSO type other than UDP_L4: %w", netdev.ErrTooBig)
+	errXmitClosed = fmt.Errorf("udp: xmit: %w", ErrClosed)
+)
+
+// Xmit queues b, one UDP datagram whose payload is b's data (linear data,
+// frags and frag list, gathered with iovecs, never copied), and rings the
+// doorbell, one sendmmsg(2) of the queue, when more is false or the queue
+// is full (ndo_start_xmit with xmit_more). On a connected device the
+// datagram goes to Remote; on an unconnected one to the destination last set
+// with SetDst (XmitTo names one per datagram).
+//
+// A GSO super-packet (b.GSOSize set, b.GSOType skb.GSOUDPL4) is a train of
+// datagrams of GSOSize bytes each, the last possibly shorter: it is sent as
+// UDP_SEGMENT messages of up to MaxGSOSegments datagrams with GSO on, and cut
+// into datagrams by the driver with it off. With GSO on, the doorbell also
+// sends a run of queued datagrams of equal size (the last may be shorter) to
+// one destination as one UDP_SEGMENT message.
+//
+// Xmit takes ownership of b, also when it returns an error: after the
+// doorbell b is freed into the device's Cache, without a clone (seed 000),
+// whether it was sent or dropped. It returns an error wrapping
+// netdev.ErrTooBig for a datagram longer than MaxDatagram4 (IPv4) or
+// MaxDatagram6, ErrNoDestination, ErrClosed, or the doorbell's error
+// (prefixed "udp: sendmmsg: ", the errno kept): the datagrams it could not
+// send were dropped and counted in tx_dropped_<reason>. An error rings the
+// doorbell for what was queued before it. It allocates nothing, except for
+// an error other than these.
+func (d *Device) Xmit(b *skb.Buff, more bool) error {
+	if !d.enter() {
+		b.Free()
+		return errXmitClosed
+	}
+	defer d.exit()
+	return d.queue(b, d.dst[:d.dstLen], more)
+}
+
+// XmitTo is Xmit to the destination dst, for an unconnected device sending
+// to many peers or ports (the flows of a packet generator): dst applies to b
+// alone. It returns ErrNoDestination, dropping b, for the zero AddrPort or
+// an IPv6 address on an IPv4 socket. XmitTo takes ownership of b, also when
+// it returns an error. It allocates nothing.
+func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
+	if !d.enter() {
+		b.Free()
+		return errXmitClosed
+	}
+	defer d.exit()
+	var name [mmsg.SockaddrMax]byte
+	n := mmsg.PutSockaddr(name[:], d.family, dst)
+	if n == 0 {
+		return d.dropOne(b, netdev.DropError, errXmitNoDst)
+	}
+	return d.queue(b, name[:n], more)
+}
+
+// Flush rings the doorbell now for whatever Xmit queued. It returns the
+// doorbell's error (the unsent datagrams were dropped and counted), or
+// ErrClosed.
+func (d *Device) Flush() error {
+	if !d.enter() {
+		return errXmitClosed
+	}
+	defer d.exit()
+	return d.doorbell()
+}
+
+// TxAvail returns how many more packets Xmit can queue before the doorbell
+// rings because the queue is full.
+func (d *Device) TxAvail() int {
+	if d.closing() {
+		return 0
+	}
+	return len(d.tx.pkts) - d.tx.n
+}
+
+// queue is Xmit after the closed check: name is the datagram's destination
+// as a struct sockaddr, empty for the connected peer.
+func (d *Device) queue(b *skb.Buff, name []byte, more bool) error {
+	t := &d.tx
+	n := b.Len()
+	p := txPkt{b: b, n: int32(n), niov: 1}
+	if b.IsGSO() {
+		if b.GSOType()&skb.GSOUDPL4 == 0 {
+			return d.dropOne(b, netdev.DropTooBig, errXmitGSO)
+		}
+		if g := b.GSOSize(); n > g {
+			if g > d.maxDgram {
+				return d.dropOne(b, netdev.DropTooBig, errXmitTooBig)
+			}
+			p.gso = uint16(g)
+		}
+	}
+	if p.gso == 0 && n > d.maxDgram {
+		return d.dropOne(b, netdev.DropTooBig, errXmitTooBig)
+	}
+	if b.IsNonlinear() {
+		p.niov = int32(countIov(b))
+		if p.niov > maxIovPerMsg {
+			if err := b.Linearize(d.cache); err != nil {
+				return d.dropOne(b, netdev.DropNoBuffer, errXmitNoBuf)
+			}
+			p.niov = 1
+		}
+	} else if n == 0 {
+		p.niov = 0
+	}
+	if len(name) > 0 {
+		t.names[t.n] = [mmsg.SockaddrMax]byte{}
+		copy(t.names[t.n][:], name)
+		p.name = uint8(len(name))
+	} else if !d.connected {
+		return d.dropOne(b, netdev.DropError, errXmitNoDst)
+	}
+	t.pkts[t.n] = p
+	t.n++
+	if !more || t.n == len(t.pkts) {
+		return d.doorbell()
+	}
+	return nil
+}
+
+var errXmitNoBuf = fmt.Errorf("udp: xmit: linearize: no buffer")
+
+// dropOne drops b before it was queued, counts it, rings the doorbell for
+// what was queued before (an error path must not strand them) and returns
+// err, or the doorbell's error when err is nil.
+func (d *Device) dropOne(b *skb.Buff, r netdev.DropReason, err error) error {
+	segs := 1
+	if g := b.GSOSize(); g > 0 && b.Len() > g {
+		segs = (b.Len() + g - 1) / g
+	}
+	d.ctr.TxDrop(r, segs)
+	d.cache.Free(b)
+	if e := d.doorbell(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// countIov returns the iovecs b's data needs: one for the linear data, one
+// per frag, and the frag list members' own.
+func countIov(b *skb.Buff) int {
+	n := b.NrFrags()
+	if b.HeadLen() > 0 {
+		n++
+	}
+	for c := b.FragList(); c != nil; c = c.Next() {
+		n += countIov(c)
+	}
+	return n
+}
+
+// appendIov appends iovecs covering bytes [off, off+n) of b's data, linear
+// data first, then the frags, then the frag list (skb_copy_bits' order).
+// It returns the extended slice and the bytes still to cover.
+func appendIov(iov []unix.Iovec, b *skb.Buff, off, n int) ([]unix.Iovec, int) {
+	if n <= 0 {
+		return iov, 0
+	}
+	if d := b.Data(); off < len(d) {
+		k := min(n, len(d)-off)
+		iov = append(iov, iovec(d[off:off+k]))
+		n -= k
+		off = 0
+	} else {
+		off -= len(d)
+	}
+	for _, f := range b.Frags() {
+		if n == 0 {
+			return iov, 0
+		}
+		fb := f.Bytes()
+		if off >= len(fb) {
+			off -= len(fb)
+			continue
+		}
+		k := min(n, len(fb)-off)
+		iov = append(iov, iovec(fb[off:off+k]))
+		n -= k
+		off = 0
+	}
+	for c := b.FragList(); c != nil && n > 0; c = c.Next() {
+		if l := c.Len(); off >= l {
+			off -= l
+			continue
+		}
+		iov, n = appendIov(iov, c, off, n)
+		off = 0
+	}
+	return iov, n
+}
+
+func iovec(p []byte) unix.Iovec {
+	v := unix.Iovec{Base: &p[0]}
+	v.SetLen(len(p))
+	return v
+}
+
+// doorbell sends everything queued, in rounds of at most len(hdrs)
+// messages, retrying the unsent tail after a short sendmmsg, and frees every
+// queued buffer into the cache. It returns the first error; what it could
+// not send is dropped and counted.
+func (d *Device) doorbell() error {
+	t := &d.tx
+	if t.n == 0 {
+		return nil
+	}
+	var first error
+	pos := txPos{}
+	for pos.pkt < t.n {
+		start := pos
+		m := d.build(&pos)
+		if m == 0 {
+			// Cannot happen: an empty round always takes one message.
+			panic(fmt.Sprintf("udp: doorbell built no message at packet %d of %d", start.pkt, t.n))
+		}
+		i := 0
+	send:
+		for i < m {
+			k, err := d.send(i, m)
+			if err == nil {
+				segs, bytes := 0, 0
+				for _, msg := range t.msgs[i : i+k] {
+					segs += int(msg.segs)
+					bytes += int(msg.bytes)
+				}
+				d.ctr.TxDoorbell(segs, bytes)
+				i += k
+				continue
+			}
+			msg := &t.msgs[i]
+			switch {
+			case err == unix.EINTR:
+				continue
+			case msg.gso && isGSOError(err):
+				// The socket cannot segment this: turn GSO off for good
+				// and send the same datagrams again, plainly.
+				d.gso = false
+				d.ctr.GSOFallback(gsoReason(err))
+				pos = txPos{int(msg.pkt), int(msg.off)}
+				break send
+			case err == unix.EMSGSIZE:
+				d.ctr.TxDrop(netdev.DropTooBig, int(msg.segs))
+				first = keepFirst(first, err)
+				i++
+			case perMessage(err):
+				d.ctr.TxDrop(netdev.DropError, int(msg.segs))
+				first = keepFirst(first, err)
+				i++
+			default:
+				// EAGAIN (no room within TxTimeout), ENOBUFS, or the
+				// socket is gone: drop everything not yet sent.
+				r := netdev.DropError
+				switch err {
+				case unix.EAGAIN:
+					r = netdev.DropRingFull
+					d.ctr.TxRingFull()
+				case unix.ENOBUFS:
+					r = netdev.DropNoBuffer
+				}
+				d.ctr.TxDrop(r, d.segsFrom(txPos{int(msg.pkt), int(msg.off)}))
+				first = keepFirst(first, err)
+				pos = txPos{t.n, 0}
+				break send
+			}
+		}
+	}
+	for i := range t.pkts[:t.n] {
+		d.cache.Free(t.pkts[i].b)
+		t.pkts[i].b = nil
+	}
+	t.n = 0
+	return first
+}
+
+func keepFirst(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return fmt.Errorf("udp: sendmmsg: %w", err)
+}
+
+// isGSOError reports whether err from a UDP_SEGMENT send means the socket
+// or its route cannot segment (udp_send_skb: EIO without checksum offload or
+// through xfrm, EINVAL for too many segments or SO_NO_CHECK, EMSGSIZE for a
+// segment over the MTU).
+func isGSOError(err error) bool {
+	return err == unix.EIO || err == unix.EINVAL || err == unix.EMSGSIZE
+}
+
+func gsoReason(err error) netdev.FallbackReason {
+	switch err {
+	case unix.EIO:
+		return netdev.FallbackEIO
+	case unix.EINVAL:
+		return netdev.FallbackEINVAL
+	}
+	return netdev.FallbackEMSGSIZE
+}
+
+// perMessage reports whether err concerns the one message that failed (its
+// destination or size), so that the rest of the batch is still sent.
+func perMessage(err error) bool {
+	switch err {
+	case unix.ECONNREFUSED, unix.EPERM, unix.EACCES, unix.EHOSTUNREACH, unix.ENETUNREACH,
+		unix.EHOSTDOWN, unix.ENETDOWN, unix.EINVAL, unix.EAFNOSUPPORT, unix.EDESTADDRREQ,
+		unix.EADDRNOTAVAIL:
+		return true
+	}
+	return false
+}
+
+// segsFrom returns the datagrams queued from pos on.
+func (d *Device) segsFrom(pos txPos) int {
+	t := &d.tx
+	segs := 0
+	for j := pos.pkt; j < t.n; j++ {
+		p := &t.pkts[j]
+		if p.gso == 0 {
+			segs++
+			continue
+		}
+		rem := int(p.n)
+		if j == pos.pkt {
+			rem -= pos.off
+		}
+		segs += (rem + int(p.gso) - 1) / int(p.gso)
+	}
+	return segs
+}
+
+// build lays out the next round of messages from pos, advancing pos past
+// them, and returns how many it made (at least one while packets remain).
+func (d *Device) build(pos *txPos) int {
+	t := &d.tx
+	m, niov := 0, 0
+	for pos.pkt < t.n && m < len(t.hdrs) {
+		p := &t.pkts[pos.pkt]
+		if niov+int(p.niov) > len(t.iov) {
+			break
+		}
+		msg := &t.msgs[m]
+		*msg = txMsg{pkt: int32(pos.pkt), off: int32(pos.off)}
+		h := &t.hdrs[m].Hdr
+		iv := t.iov[niov:niov]
+		first := pos.pkt
+		gsoSize := 0
+		if p.gso == 0 {
+			iv, _ = appendIov(iv, p.b, 0, int(p.n))
+			msg.segs, msg.bytes = 1, p.n
+			j := pos.pkt + 1
+			if d.gso && p.n > 0 {
+				// A run of datagrams of p's size to p's destination, the
+				// last possibly shorter, within the kernel's limits.
+				for j < t.n && msg.segs < MaxGSOSegments {
+					q := &t.pkts[j]
+					if q.gso != 0 || q.n > p.n || q.n == 0 || int(msg.bytes+q.n) > d.maxGSO ||
+						len(iv)+int(q.niov) > maxIovPerMsg || niov+len(iv)+int(q.niov) > len(t.iov) ||
+						q.name != p.name || p.name != 0 && t.names[j] != t.names[first] {
+						break
+					}
+					iv, _ = appendIov(iv, q.b, 0, int(q.n))
+					msg.segs++
+					msg.bytes += q.n
+					j++
+					if q.n < p.n {
+						break
+					}
+				}
+			}
+			if msg.segs > 1 {
+				gsoSize = int(p.n)
+			} else {
+				msg.simple = p.niov == 1
+			}
+			pos.pkt, pos.off = j, 0
+		} else {
+			// A super-packet: up to MaxGSOSegments of its segments per
+			// message with GSO, one without.
+			g := int(p.gso)
+			per := 1
+			if d.gso {
+				per = min(MaxGSOSegments, d.maxGSO/g)
+			}
+			l := min(per*g, int(p.n)-pos.off)
+			iv, _ = appendIov(iv, p.b, pos.off, l)
+			msg.segs = int32((l + g - 1) / g)
+			msg.bytes = int32(l)
+			if msg.segs > 1 {
+				gsoSize = g
+			}
+			pos.off += l
+			if pos.off >= int(p.n) {
+				pos.pkt, pos.off = pos.pkt+1, 0
+			}
+		}
+		mmsg.SetIov(h, iv)
+		niov += len(iv)
+		mmsg.SetName(h, t.names[first][:p.name])
+		if gsoSize > 0 {
+			c := t.ctrl[m*ctrlSlot : (m+1)*ctrlSlot]
+			mmsg.PutCmsgUint16(c, unix.SOL_UDP, unix.UDP_SEGMENT, uint16(gsoSize))
+			mmsg.SetCtrl(h, c)
+			msg.gso = true
+		} else {
+			mmsg.SetCtrl(h, nil)
+		}
+		m++
+	}
+	return m
+}
+
+// send sends messages [i, m) of the round and returns how many the kernel
+// took. A round of one plain datagram goes by sendto(2), which costs the
+// kernel less than a sendmmsg of one.
+func (d *Device) send(i, m int) (int, error) {
+	t := &d.tx
+	if m-i == 1 && t.msgs[i].simple {
+		j := t.msgs[i].pkt
+		p := &t.pkts[j]
+		if _, err := mmsg.Sendto(d.fd, p.b.Data(), d.sendFlags, t.names[j][:p.name]); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	return mmsg.SendHdrs(d.fd, t.hdrs[i:m], d.sendFlags)
+}
+
+// drop frees every queued packet, counting its datagrams as dropped for r.
+func (t *txq) drop(d *Device, r netdev.DropReason) {
+	if t.n == 0 {
+		return
+	}
+	d.ctr.TxDrop(r, d.segsFrom(txPos{}))
+	for i := range t.pkts[:t.n] {
+		d.cache.Free(t.pkts[i].b)
+		t.pkts[i].b = nil
+	}
+	t.n = 0
+}

@@ -1,0 +1,468 @@
+//go:build linux
+
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/internal/mmsg"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+)
+
+// Device is a netdev.Device over one UDP socket: a datagram is a packet,
+// and a buffer's data (from data to tail, plus its paged part) is the UDP
+// payload. See the package documentation for the batching, offloads and the
+// conventions for destinations and sources.
+//
+// A Device is one queue and belongs to one goroutine, as netdev says: Xmit,
+// XmitTo, SetDst, Flush, Poll, Wait, Src and the Cache are used from that
+// goroutine only. Stats and Close are safe for concurrent use.
+type Device struct {
+	fd        int
+	family    int
+	dualStack bool
+	connected bool
+	local     netip.AddrPort
+	remote    netip.AddrPort
+
+	pool      *pool.Pool
+	ownPool   bool
+	cache     *pool.Cache
+	headroom  int // receive headroom (Config.HeadroomBytes)
+	poolHR    int // the pool's headroom
+	copybreak int
+	batch     int
+	busy      bool
+	busyPoll  time.Duration
+
+	gso       bool // UDP_SEGMENT in use now
+	gro       bool // UDP_GRO on
+	maxDgram  int  // largest payload of one datagram
+	maxGSO    int  // largest payload of one UDP_SEGMENT message
+	sendFlags int
+
+	// dst is the destination Xmit uses on an unconnected socket, as a
+	// struct sockaddr (mmsg.PutSockaddr); dstLen is 0 until SetDst.
+	dst    [mmsg.SockaddrMax]byte
+	dstLen int
+
+	// state counts the calls inside the device (refs, and polls among
+	// them, so that Close knows a handler may be running) and holds the
+	// closed bit. See enter, exit and Close.
+	state   atomic.Int64
+	cleaned atomic.Bool
+	done    chan struct{}
+	doneErr error
+
+	ctr netdev.Counters
+	tx  txq
+	rx  rxq
+}
+
+const (
+	refOne    = 1
+	refMask   = 1<<20 - 1
+	pollOne   = 1 << 20
+	pollMask  = (1<<20 - 1) << 20
+	closedBit = 1 << 62
+)
+
+// Open makes a UDP socket as cfg says, binds and connects it, sets its
+// options and probes its offloads. It returns an error wrapping ErrConfig
+// for a bad Config, or the failing system call's errno prefixed with
+// "udp: open: ". The device's buffers come from cfg.Pool, or from a pool of
+// its own (closed with the device) when cfg.Pool is nil.
+func Open(cfg Config) (*Device, error) {
+	d, err := open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("udp: open: %w", err)
+	}
+	return d, nil
+}
+
+func open(cfg Config) (*Device, error) {
+	if cfg.SndBuf < 0 || cfg.RcvBuf < 0 || cfg.RecvSize < 0 || cfg.BusyPoll < 0 || cfg.Headroom < 0 {
+		return nil, fmt.Errorf("%w: negative size", ErrConfig)
+	}
+	d := &Device{
+		fd:        -1,
+		local:     cfg.Local,
+		remote:    cfg.Remote,
+		connected: cfg.Remote.IsValid(),
+		headroom:  cfg.HeadroomBytes(),
+		copybreak: cfg.CopybreakThreshold(),
+		batch:     cfg.BatchSize(),
+		busy:      cfg.BusyPoll > 0,
+		busyPoll:  cfg.BusyPoll,
+		done:      make(chan struct{}),
+	}
+	la, ra := cfg.Local.Addr(), cfg.Remote.Addr()
+	switch {
+	case cfg.Local.IsValid() && la.Is4():
+		d.family = unix.AF_INET
+	case cfg.Local.IsValid():
+		d.family = unix.AF_INET6
+		d.dualStack = la.IsUnspecified() || la.Is4In6()
+	case cfg.Remote.IsValid() && ra.Is4():
+		d.family = unix.AF_INET
+	case cfg.Remote.IsValid():
+		d.family = unix.AF_INET6
+		d.dualStack = ra.Is4In6()
+	default:
+		// Neither: a dual-stack socket that can send anywhere.
+		d.family = unix.AF_INET6
+		d.dualStack = true
+	}
+	if d.connected && cfg.Local.IsValid() && !la.IsUnspecified() && la.Unmap().Is4() != ra.Unmap().Is4() {
+		return nil, fmt.Errorf("%w: local %v and remote %v are of different families", ErrConfig, cfg.Local, cfg.Remote)
+	}
+	d.maxDgram = MaxDatagram6
+	if d.family == unix.AF_INET || d.dualStack {
+		d.maxDgram = MaxDatagram4
+	}
+	d.maxGSO = d.maxDgram
+	switch {
+	case cfg.TxTimeout < 0:
+		d.sendFlags = unix.MSG_DONTWAIT
+	case cfg.TxTimeout == 0:
+		cfg.TxTimeout = DefaultTxTimeout
+	}
+
+	fd, err := unix.Socket(d.family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	d.fd = fd
+	if err := d.setup(cfg); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := d.initBuffers(cfg); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return d, nil
+}
+
+// setup sets the socket options, binds, connects and probes the offloads.
+func (d *Device) setup(cfg Config) error {
+	fd := d.fd
+	if d.family == unix.AF_INET6 {
+		v6only := 1
+		if d.dualStack {
+			v6only = 0
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v6only); err != nil {
+			return fmt.Errorf("setsockopt IPV6_V6ONLY: %w", err)
+		}
+	}
+	if cfg.ReusePort {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			return fmt.Errorf("setsockopt SO_REUSEPORT: %w", err)
+		}
+	}
+	if cfg.BindToDevice != "" {
+		if err := unix.BindToDevice(fd, cfg.BindToDevice); err != nil {
+			return fmt.Errorf("setsockopt SO_BINDTODEVICE %s: %w", cfg.BindToDevice, err)
+		}
+	}
+	if err := setBuf(fd, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SndBuf); err != nil {
+		return fmt.Errorf("setsockopt SO_SNDBUF %d: %w", cfg.SndBuf, err)
+	}
+	if err := setBuf(fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.RcvBuf); err != nil {
+		return fmt.Errorf("setsockopt SO_RCVBUF %d: %w", cfg.RcvBuf, err)
+	}
+	// SO_RXQ_OVFL: each datagram carries the socket's drop count
+	// (sk_drops), so that kernel drops are counted (socket(7)).
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
+		return fmt.Errorf("setsockopt SO_RXQ_OVFL: %w", err)
+	}
+	if cfg.TxTimeout > 0 {
+		tv := unix.NsecToTimeval(cfg.TxTimeout.Nanoseconds())
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+			return fmt.Errorf("setsockopt SO_SNDTIMEO: %w", err)
+		}
+	}
+	if cfg.BusyPoll > 0 {
+		us := max(1, int(cfg.BusyPoll/time.Microsecond))
+		err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BUSY_POLL, us)
+		if err != nil && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("setsockopt SO_BUSY_POLL %d: %w", us, err)
+		}
+	}
+	if cfg.Local.IsValid() {
+		var sa [mmsg.SockaddrMax]byte
+		n := mmsg.PutSockaddr(sa[:], d.family, cfg.Local)
+		if err := bindRaw(fd, sa[:n]); err != nil {
+			return fmt.Errorf("bind %v: %w", cfg.Local, err)
+		}
+	}
+	if d.connected {
+		var sa [mmsg.SockaddrMax]byte
+		n := mmsg.PutSockaddr(sa[:], d.family, cfg.Remote)
+		if n == 0 {
+			return fmt.Errorf("%w: cannot reach %v from an IPv4 socket", ErrConfig, cfg.Remote)
+		}
+		if err := connectRaw(fd, sa[:n]); err != nil {
+			return fmt.Errorf("connect %v: %w", cfg.Remote, err)
+		}
+	}
+	if sa, err := unix.Getsockname(fd); err == nil {
+		d.local = sockaddrToAddrPort(sa)
+	}
+	if cfg.GSO {
+		// Probe UDP_SEGMENT as wireguard-go does: the option exists when
+		// getsockopt knows it (Linux 4.18).
+		if _, err := unix.GetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT); err != nil {
+			d.ctr.GSOFallback(netdev.FallbackUnsupported)
+		} else {
+			d.gso = true
+		}
+	}
+	if cfg.GRO {
+		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
+			d.ctr.GSOFallback(netdev.FallbackUnsupported)
+		} else {
+			d.gro = true
+		}
+	}
+	return nil
+}
+
+// setBuf sets a socket buffer size with the FORCE option, which needs
+// CAP_NET_ADMIN, and falls back to the capped one.
+func setBuf(fd, force, plain, v int) error {
+	if v == 0 {
+		return nil
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, force, v); err == nil {
+		return nil
+	}
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, plain, v)
+}
+
+// bindRaw and connectRaw take a struct sockaddr as bytes, so that an
+// IPv4-mapped address reaches a dual-stack socket as written.
+func bindRaw(fd int, sa []byte) error { return retryEINTR(mmsg.Bind, fd, sa) }
+
+func connectRaw(fd int, sa []byte) error { return retryEINTR(mmsg.Connect, fd, sa) }
+
+func retryEINTR(call func(int, []byte) error, fd int, sa []byte) error {
+	for {
+		if err := call(fd, sa); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func sockaddrToAddrPort(sa unix.Sockaddr) netip.AddrPort {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(sa.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// initBuffers sets up the pool, the cache and the batches.
+func (d *Device) initBuffers(cfg Config) error {
+	p := cfg.Pool
+	if p == nil {
+		var err error
+		p, err = pool.New(pool.Config{Headroom: d.headroom, Name: "udp " + d.local.String()})
+		if err != nil {
+			return err
+		}
+		d.ownPool = true
+	}
+	d.pool = p
+	d.poolHR = p.Headroom()
+	classes := p.Classes()
+	// The receive buffer: the 2 KiB class (or the one just above it), or
+	// the largest with GRO, unless RecvSize asks for more.
+	target := pool.FrameSize
+	if d.gro {
+		target = classes[len(classes)-1].Size
+	}
+	if cfg.RecvSize > 0 {
+		target = d.headroom + cfg.RecvSize
+	}
+	block := 0
+	for _, c := range classes {
+		if c.Size >= target {
+			block = c.Size
+			break
+		}
+	}
+	if block == 0 {
+		if cfg.RecvSize > 0 {
+			if d.ownPool {
+				p.Close()
+			}
+			return fmt.Errorf("%w: no size class holds %d bytes of headroom and a %d-byte datagram", ErrConfig, d.headroom, cfg.RecvSize)
+		}
+		block = classes[len(classes)-1].Size
+	}
+	if block <= d.headroom {
+		if d.ownPool {
+			p.Close()
+		}
+		return fmt.Errorf("%w: headroom %d leaves no room in %d-byte buffers", ErrConfig, d.headroom, block)
+	}
+	recvSize := block - d.headroom
+	if cfg.RecvSize > 0 {
+		recvSize = cfg.RecvSize
+	}
+	d.cache = p.NewCache()
+	d.tx.init(d.batch)
+	d.rx.init(d.batch, recvSize)
+	return nil
+}
+
+// enter registers a call inside the device; it reports false once the
+// device is closed. exit undoes it and, for the last call out of a closed
+// device, releases the device's resources.
+func (d *Device) enter() bool {
+	if d.state.Add(refOne)&closedBit != 0 {
+		d.exit()
+		return false
+	}
+	return true
+}
+
+func (d *Device) exit() {
+	if d.state.Add(-refOne) == closedBit {
+		d.cleanup()
+	}
+}
+
+// enterPoll and exitPoll are enter and exit for Poll, which runs the
+// caller's handler: Close called meanwhile (from the handler, or from
+// another goroutine) does not wait for it.
+func (d *Device) enterPoll() bool {
+	if d.state.Add(refOne+pollOne)&closedBit != 0 {
+		d.exitPoll()
+		return false
+	}
+	return true
+}
+
+func (d *Device) exitPoll() {
+	if d.state.Add(-(refOne + pollOne)) == closedBit {
+		d.cleanup()
+	}
+}
+
+// closing reports whether Close has been called.
+func (d *Device) closing() bool { return d.state.Load()&closedBit != 0 }
+
+// Close shuts the socket down, which wakes a Wait or a doorbell blocked in
+// the kernel, waits for the device's goroutine to leave the device, frees
+// every buffer the device holds (queued for transmit, counted in
+// tx_dropped_closed; received but not yet handed over, counted in
+// rx_dropped_closed; posted for receive), closes the cache and the socket,
+// and closes the pool when the device made it. Safe for concurrent use;
+// later calls return ErrClosed.
+//
+// When Close is called while Poll is running (from the handler, or from
+// another goroutine) it does not wait: the buffers are released when Poll
+// returns. Close from another goroutine must not race with the device's
+// goroutine using the Cache outside the device's methods. A pool the device
+// made reports buffers the caller still holds: Close then returns an error
+// wrapping pool.ErrLeak.
+func (d *Device) Close() error {
+	old := d.state.Or(closedBit)
+	if old&closedBit != 0 {
+		return ErrClosed
+	}
+	if old&refMask == 0 {
+		d.cleanup()
+	} else {
+		// Wake the device's goroutine wherever it sleeps in the kernel:
+		// shutdown wakes poll, recvmmsg and a sendmmsg waiting for room.
+		unix.Shutdown(d.fd, unix.SHUT_RDWR)
+		if old&pollMask != 0 {
+			return nil
+		}
+	}
+	<-d.done
+	return d.doneErr
+}
+
+// cleanup releases everything, once, on the goroutine that saw the device
+// closed and empty.
+func (d *Device) cleanup() {
+	if !d.cleaned.CompareAndSwap(false, true) {
+		return
+	}
+	d.tx.drop(d, netdev.DropClosed)
+	d.rx.release(d)
+	d.cache.Close()
+	var err error
+	if e := unix.Close(d.fd); e != nil {
+		err = fmt.Errorf("udp: close: %w", e)
+	}
+	if d.ownPool {
+		if e := d.pool.Close(); e != nil && err == nil {
+			err = fmt.Errorf("udp: close: %w", e)
+		}
+	}
+	d.doneErr = err
+	close(d.done)
+}
+
+// Cache returns the pool cache the device allocates receive buffers from and
+// frees sent buffers into. Use it on the device's goroutine only: allocate
+// transmit buffers from it and free received buffers into it.
+func (d *Device) Cache() *pool.Cache { return d.cache }
+
+// Pool returns the pool the device's buffers come from.
+func (d *Device) Pool() *pool.Pool { return d.pool }
+
+// Stats returns a snapshot of the counters. Safe for concurrent use.
+func (d *Device) Stats() netdev.Stats { return d.ctr.Snapshot() }
+
+// LocalAddr returns the address the socket is bound to (getsockname(2) at
+// Open; an IPv4-mapped address is given as IPv4).
+func (d *Device) LocalAddr() netip.AddrPort { return d.local }
+
+// RemoteAddr returns the address the socket is connected to, or the zero
+// AddrPort for an unconnected device.
+func (d *Device) RemoteAddr() netip.AddrPort { return d.remote }
+
+// GSO reports whether transmit segmentation (UDP_SEGMENT) is in use: asked
+// for in Config, supported at Open and not turned off since by a failed send.
+func (d *Device) GSO() bool { return d.gso }
+
+// GRO reports whether receive coalescing (UDP_GRO) is on.
+func (d *Device) GRO() bool { return d.gro }
+
+// Fd returns the socket's file descriptor, for socket options the Config
+// does not cover. It stays owned by the device: do not close it, read from
+// it or write to it.
+func (d *Device) Fd() int { return d.fd }
+
+// SetDst sets the destination of the datagrams that Xmit sends from now on
+// (Flush and the doorbell send each datagram where it was addressed when it
+// was queued). It is how an unconnected device is given a destination; on a
+// connected one it overrides Remote for those datagrams (the kernel allows
+// sendto on a connected UDP socket). It returns ErrNoDestination for the
+// zero AddrPort or an IPv6 address on an IPv4 socket; the destination is
+// then unset. It allocates nothing.
+func (d *Device) SetDst(dst netip.AddrPort) error {
+	d.dstLen = mmsg.PutSockaddr(d.dst[:], d.family, dst)
+	if d.dstLen == 0 {
+		return fmt.Errorf("udp: set destination %v: %w", dst, ErrNoDestination)
+	}
+	return nil
+}
+
+var _ netdev.Device = (*Device)(nil)

@@ -1,0 +1,810 @@
+//go:build linux
+
+package udp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// families are the loopback addresses the tests run on.
+var families = []struct {
+	name string
+	addr netip.AddrPort
+}{{"ipv4", lo4}, {"ipv6", lo6}}
+
+// TestTransfer sends datagrams of several sizes in bursts and checks that
+// each arrives once, in order and intact, with the counters adding up, for
+// every combination of family, GSO and GRO.
+func TestTransfer(t *testing.T) {
+	for _, fam := range families {
+		for _, gso := range []bool{false, true} {
+			for _, gro := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/gso=%v/gro=%v", fam.name, gso, gro), func(t *testing.T) {
+					testTransfer(t, fam.addr, gso, gro)
+				})
+			}
+		}
+	}
+}
+
+func testTransfer(t *testing.T, local netip.AddrPort, gso, gro bool) {
+	tx, rx := pair(t, local, Config{GSO: gso}, Config{GRO: gro, RcvBuf: 4 << 20})
+	if tx.GSO() != gso || rx.GRO() != gro {
+		t.Fatalf("offloads: GSO %v GRO %v, want %v %v", tx.GSO(), rx.GRO(), gso, gro)
+	}
+	// Runs of equal sizes (GSO coalesces them), a shorter last one, sizes
+	// on both sides of the copybreak threshold, and single datagrams.
+	sizes := []int{64, 64, 64, 1000, 1000, 1000, 700, 1472, 4, 255, 256, 1400, 1400, 1400, 1400, 100}
+	const bursts = 20
+	seq := uint32(0)
+	want := map[uint32]int{}
+	var order []uint32
+	for range bursts {
+		for i, n := range sizes {
+			want[seq] = n
+			order = append(order, seq)
+			if err := tx.Xmit(fill(t, tx, seq, n), i < len(sizes)-1); err != nil {
+				t.Fatal(err)
+			}
+			seq++
+		}
+	}
+	g := collect(t, rx, len(order), 5*time.Second)
+	if len(g) != len(order) {
+		t.Fatalf("received %d of %d datagrams; tx %+v rx %+v", len(g), len(order), tx.Stats(), rx.Stats())
+	}
+	for i, p := range g {
+		if p.bad || p.seq != order[i] || p.n != want[p.seq] {
+			t.Fatalf("datagram %d: seq %d len %d bad %v, want seq %d len %d", i, p.seq, p.n, p.bad, order[i], want[order[i]])
+		}
+		// A clone of a GRO train's buffer has the segments before it in
+		// its headroom.
+		if p.head != netdev.DefaultHeadroom && !(gro && gso && p.head > netdev.DefaultHeadroom) {
+			t.Fatalf("datagram %d: headroom %d, want %d", i, p.head, netdev.DefaultHeadroom)
+		}
+		if p.src != tx.LocalAddr() {
+			t.Fatalf("datagram %d: source %v, want %v", i, p.src, tx.LocalAddr())
+		}
+	}
+	total := 0
+	small := 0
+	for _, n := range sizes {
+		total += n
+		if n < netdev.DefaultCopybreak {
+			small++
+		}
+	}
+	ts, rs := tx.Stats(), rx.Stats()
+	if ts.TxPackets != uint64(len(order)) || ts.TxBytes != uint64(total*bursts) || ts.TxDroppedTotal() != 0 {
+		t.Errorf("tx counters %+v", ts)
+	}
+	if rs.RxPackets != uint64(len(order)) || rs.RxBytes != uint64(total*bursts) || rs.RxDroppedTotal() != 0 {
+		t.Errorf("rx counters %+v", rs)
+	}
+	if !gro && rs.RxCopybreak != uint64(small*bursts) {
+		t.Errorf("rx_copybreak %d, want %d", rs.RxCopybreak, small*bursts)
+	}
+	// One doorbell per burst, unless a short count needed another.
+	if ts.TxDoorbells < bursts {
+		t.Errorf("tx_doorbells %d for %d bursts", ts.TxDoorbells, bursts)
+	}
+}
+
+// TestCopybreak checks the copybreak threshold, CopybreakOff and a headroom
+// other than the pool's.
+func TestCopybreak(t *testing.T) {
+	for _, tc := range []struct {
+		copybreak, headroom int
+		size                int
+		copied              bool
+	}{
+		{0, 0, 100, true},
+		{0, 0, 255, true},
+		{0, 0, 256, false},
+		{netdev.CopybreakOff, 0, 10, false},
+		{1000, 0, 999, true},
+		{0, 200, 100, true},
+		{0, 200, 1200, false},
+		{0, 64, 100, true},
+		{0, 64, 1000, false},
+	} {
+		t.Run(fmt.Sprintf("copybreak=%d/headroom=%d/size=%d", tc.copybreak, tc.headroom, tc.size), func(t *testing.T) {
+			p, err := pool.New(pool.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := p.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			rxc := Config{Config: netdev.Config{Pool: p, Copybreak: tc.copybreak, Headroom: tc.headroom}}
+			tx, rx := pair(t, lo4, Config{}, rxc)
+			for i := range 10 {
+				if err := tx.Xmit(fill(t, tx, uint32(i), tc.size), false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := collect(t, rx, 10, 2*time.Second)
+			if len(g) != 10 {
+				t.Fatalf("got %d of 10", len(g))
+			}
+			hr := tc.headroom
+			if hr == 0 {
+				hr = netdev.DefaultHeadroom
+			}
+			for _, p := range g {
+				if p.bad || p.n != tc.size || p.head != hr {
+					t.Fatalf("datagram %+v, want %d bytes behind %d of headroom", p, tc.size, hr)
+				}
+			}
+			want := uint64(0)
+			if tc.copied {
+				want = 10
+			}
+			if c := rx.Stats().RxCopybreak; c != want {
+				t.Errorf("rx_copybreak %d, want %d", c, want)
+			}
+		})
+	}
+}
+
+// TestGROTrain sends one GSO batch into a GRO socket and checks that the
+// train is split into one buffer per datagram, across Poll calls with a
+// small budget, as copies below the copybreak threshold and as clones of the
+// train's buffer above it.
+func TestGROTrain(t *testing.T) {
+	for _, size := range []int{100, 1200} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			tx, rx := pair(t, lo4, Config{GSO: true}, Config{GRO: true})
+			const n = 40
+			for i := range n {
+				sz := size
+				if i == n-1 {
+					sz = size / 2 // the last segment of a train may be shorter
+				}
+				if err := tx.Xmit(fill(t, tx, uint32(i), sz), i < n-1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := rx.Wait(time.Second); err != nil {
+				t.Fatal(err)
+			}
+			var got []*skb.Buff
+			polls := 0
+			for len(got) < n && polls < 100 {
+				if err := rx.Wait(100 * time.Millisecond); err != nil {
+					t.Fatalf("wait after %d: %v", len(got), err)
+				}
+				k, err := rx.Poll(7, func(b *skb.Buff) { got = append(got, b) })
+				if err != nil || k > 7 {
+					t.Fatalf("poll: %d %v", k, err)
+				}
+				polls++
+			}
+			if len(got) != n {
+				t.Fatalf("got %d of %d", len(got), n)
+			}
+			for i, b := range got {
+				seq, ok := checkPattern(b.Data())
+				want := size
+				if i == n-1 {
+					want = size / 2
+				}
+				if !ok || seq != uint32(i) || b.Len() != want {
+					t.Errorf("datagram %d: seq %d len %d ok %v", i, seq, b.Len(), ok)
+				}
+				// Clones share the train's buffer, except the last, which
+				// is the buffer itself (shared too until the others go).
+				if shared := b.Dataref() > 1; shared != (size >= netdev.DefaultCopybreak) && i < n-1 {
+					t.Errorf("datagram %d of %d bytes: dataref %d", i, size, b.Dataref())
+				}
+			}
+			for _, b := range got {
+				rx.Cache().Free(b)
+			}
+			st := rx.Stats()
+			if st.RxPackets != n {
+				t.Errorf("rx_packets %d", st.RxPackets)
+			}
+			if size < netdev.DefaultCopybreak && st.RxCopybreak != n {
+				t.Errorf("rx_copybreak %d, want %d", st.RxCopybreak, n)
+			}
+		})
+	}
+}
+
+// TestSuperPacket sends GSO super-packets (skb GSOSize set) with GSO on and
+// off, more segments than one UDP_SEGMENT message takes, linear and paged.
+func TestSuperPacket(t *testing.T) {
+	for _, gso := range []bool{true, false} {
+		for _, tc := range []struct {
+			seg, segs, last int
+			paged           bool
+		}{
+			{100, 10, 100, false},
+			{1000, 8, 10, false},
+			{64, 200, 64, false}, // more than MaxGSOSegments
+			{300, 5, 7, true},
+		} {
+			t.Run(fmt.Sprintf("gso=%v/%dx%d+%d/paged=%v", gso, tc.segs, tc.seg, tc.last, tc.paged), func(t *testing.T) {
+				tx, rx := pair(t, lo4, Config{GSO: gso}, Config{RcvBuf: 4 << 20})
+				total := (tc.segs-1)*tc.seg + tc.last
+				payload := make([]byte, total)
+				for k := range tc.segs {
+					end := min(total, (k+1)*tc.seg)
+					pattern(payload[k*tc.seg:end], uint32(k))
+				}
+				b := build(t, tx, payload, tc.paged)
+				b.SetGSO(tc.seg, tc.segs, skb.GSOUDPL4)
+				if err := tx.Xmit(b, false); err != nil {
+					t.Fatal(err)
+				}
+				g := collect(t, rx, tc.segs, 3*time.Second)
+				if len(g) != tc.segs {
+					t.Fatalf("got %d of %d datagrams; tx %+v", len(g), tc.segs, tx.Stats())
+				}
+				for k, p := range g {
+					want := tc.seg
+					if k == tc.segs-1 {
+						want = tc.last
+					}
+					if p.bad || p.seq != uint32(k) || p.n != want {
+						t.Fatalf("datagram %d: %+v, want %d bytes", k, p, want)
+					}
+				}
+				if st := tx.Stats(); st.TxPackets != uint64(tc.segs) || st.TxBytes != uint64(total) {
+					t.Errorf("tx_packets %d tx_bytes %d, want %d %d", st.TxPackets, st.TxBytes, tc.segs, total)
+				}
+			})
+		}
+	}
+}
+
+// build makes a buffer holding payload: linear, or with a short linear part,
+// two page frags and a frag list member.
+func build(t testing.TB, d *Device, payload []byte, paged bool) *skb.Buff {
+	t.Helper()
+	c := d.Cache()
+	if !paged || len(payload) < 8 {
+		b, err := c.Alloc(len(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(b.Put(len(payload)), payload)
+		return b
+	}
+	q := len(payload) / 4
+	b, err := c.Alloc(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(b.Put(q), payload[:q])
+	for _, part := range [][]byte{payload[q : 2*q], payload[2*q : 3*q]} {
+		pg, off, err := c.AllocFrag(len(part))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(pg.Bytes()[off:], part)
+		b.AddRxFrag(pg, off, len(part))
+	}
+	m, err := c.Alloc(len(payload) - 3*q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(m.Put(len(payload)-3*q), payload[3*q:])
+	b.AddFragList(m)
+	if b.Len() != len(payload) || !b.IsNonlinear() {
+		t.Fatalf("built %d bytes, nonlinear %v", b.Len(), b.IsNonlinear())
+	}
+	return b
+}
+
+// TestPaged sends nonlinear buffers (frags and a frag list), plainly and
+// coalesced by GSO, and checks the bytes arrive in order.
+func TestPaged(t *testing.T) {
+	for _, gso := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gso=%v", gso), func(t *testing.T) {
+			tx, rx := pair(t, lo6, Config{GSO: gso}, Config{})
+			const n = 20
+			for i := range n {
+				p := make([]byte, 800)
+				pattern(p, uint32(i))
+				if err := tx.Xmit(build(t, tx, p, i%2 == 0), i < n-1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := collect(t, rx, n, 2*time.Second)
+			if len(g) != n {
+				t.Fatalf("got %d of %d", len(g), n)
+			}
+			for i, p := range g {
+				if p.bad || p.seq != uint32(i) || p.n != 800 {
+					t.Fatalf("datagram %d: %+v", i, p)
+				}
+			}
+		})
+	}
+}
+
+// TestGSOFallbackEINVAL makes every UDP_SEGMENT send fail (SO_NO_CHECK on
+// the sending socket, which the kernel refuses to segment with EINVAL) and
+// checks that the batch still arrives, sent plainly, that GSO is off
+// afterwards and that the reason is counted once.
+func TestGSOFallbackEINVAL(t *testing.T) {
+	tx, rx := pair(t, lo4, Config{GSO: true}, Config{RcvBuf: 1 << 20})
+	if err := unix.SetsockoptInt(tx.Fd(), unix.SOL_SOCKET, unix.SO_NO_CHECK, 1); err != nil {
+		t.Fatal(err)
+	}
+	sendRun(t, tx, 0, 30, 500)
+	g := collect(t, rx, 30, 2*time.Second)
+	if len(g) != 30 || tx.GSO() {
+		t.Fatalf("got %d of 30, GSO still %v", len(g), tx.GSO())
+	}
+	for i, p := range g {
+		if p.bad || p.seq != uint32(i) {
+			t.Fatalf("datagram %d: %+v", i, p)
+		}
+	}
+	// A second batch goes plainly without another fallback.
+	sendRun(t, tx, 30, 30, 500)
+	if g := collect(t, rx, 30, 2*time.Second); len(g) != 30 {
+		t.Fatalf("second batch: got %d of 30", len(g))
+	}
+	st := tx.Stats()
+	if st.GSOFallback[netdev.FallbackEINVAL] != 1 || st.GSOFallbackTotal() != 1 {
+		t.Errorf("gso_fallback %v", st.GSOFallback)
+	}
+	if st.TxPackets != 60 || st.TxDroppedTotal() != 0 {
+		t.Errorf("tx counters %+v", st)
+	}
+}
+
+// sendRun queues n datagrams of size bytes, seq from first, as one batch.
+func sendRun(t testing.TB, d *Device, first uint32, n, size int) {
+	t.Helper()
+	for i := range n {
+		if err := d.Xmit(fill(t, d, first+uint32(i), size), i < n-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTruncated sends datagrams longer than the receive buffer between
+// shorter ones: they are counted and dropped, the others arrive.
+func TestTruncated(t *testing.T) {
+	tx, rx := pair(t, lo4, Config{}, Config{RecvSize: 600})
+	for i, n := range []int{100, 601, 600, 3000, 500} {
+		if err := tx.Xmit(fill(t, tx, uint32(i), n), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := collect(t, rx, 3, 2*time.Second)
+	if len(g) != 3 || g[0].seq != 0 || g[1].seq != 2 || g[2].seq != 4 || g[1].n != 600 {
+		t.Fatalf("got %+v", g)
+	}
+	st := rx.Stats()
+	if st.RxTruncated != 2 || st.RxDropped[netdev.DropTruncated] != 2 || st.RxPackets != 3 {
+		t.Errorf("rx counters %+v", st)
+	}
+}
+
+// TestKernelDrops overflows a small receive buffer and checks that what
+// arrives plus what the kernel reports dropped (SO_RXQ_OVFL) is what was
+// sent.
+func TestKernelDrops(t *testing.T) {
+	tx, rx := pair(t, lo4, Config{}, Config{RcvBuf: 4096})
+	const n = 300
+	for i := range n {
+		if err := tx.Xmit(fill(t, tx, uint32(i), 200), i%32 != 31); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := len(collect(t, rx, n, 100*time.Millisecond))
+	// The drop count rides on the next datagram queued after the drops:
+	// send markers until one gets through.
+	markers := 0
+	for arrived := false; !arrived && markers < 20; {
+		if err := tx.Xmit(fill(t, tx, uint32(n+markers), 200), false); err != nil {
+			t.Fatal(err)
+		}
+		markers++
+		for _, p := range collect(t, rx, n, 100*time.Millisecond) {
+			got++
+			arrived = arrived || p.seq >= n
+		}
+	}
+	st := rx.Stats()
+	if got == n+markers {
+		t.Fatalf("no datagram was dropped: receive buffer too large")
+	}
+	if uint64(got)+st.RxDropped[netdev.DropKernel] != uint64(n+markers) {
+		t.Errorf("received %d + kernel drops %d != sent %d", got, st.RxDropped[netdev.DropKernel], n+markers)
+	}
+	// The socket's own count (/proc/net/udp's drops column) agrees.
+	if drops := procDrops(t, rx.LocalAddr()); drops != st.RxDropped[netdev.DropKernel] {
+		t.Errorf("rx_dropped_kernel %d, /proc/net/udp says %d", st.RxDropped[netdev.DropKernel], drops)
+	}
+	t.Logf("received %d, kernel dropped %d", got, st.RxDropped[netdev.DropKernel])
+}
+
+// procDrops returns the drops column of /proc/net/udp for the IPv4 socket
+// bound to local.
+func procDrops(t testing.TB, local netip.AddrPort) uint64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := local.Addr().As4()
+	want := fmt.Sprintf("%08X:%04X", binary.NativeEndian.Uint32(a[:]), local.Port())
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 13 && f[1] == want {
+			n, err := strconv.ParseUint(f[len(f)-1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no socket %s in /proc/net/udp", want)
+	return 0
+}
+
+// TestUnconnected sends from an unconnected device to three receivers, with
+// SetDst and XmitTo interleaved in one batch (GSO groups runs by
+// destination), and checks each receiver gets its own datagrams.
+func TestUnconnected(t *testing.T) {
+	for _, fam := range families {
+		for _, gso := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/gso=%v", fam.name, gso), func(t *testing.T) {
+				var rxs [3]*Device
+				for i := range rxs {
+					rxs[i] = openT(t, Config{Local: fam.addr})
+				}
+				tx := openT(t, Config{Local: fam.addr, GSO: gso})
+				b := fill(t, tx, 0, 10)
+				if err := tx.Xmit(b, false); !errors.Is(err, ErrNoDestination) {
+					t.Fatalf("xmit without destination: %v", err)
+				}
+				if err := tx.SetDst(rxs[0].LocalAddr()); err != nil {
+					t.Fatal(err)
+				}
+				const per = 12
+				for i := range 3 * per {
+					k := i / 4 % 3 // runs of four to each receiver
+					seq := uint32(i)
+					b := fill(t, tx, seq, 300)
+					var err error
+					if k == 0 {
+						err = tx.Xmit(b, i < 3*per-1)
+					} else {
+						err = tx.XmitTo(b, rxs[k].LocalAddr(), i < 3*per-1)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				for k, rx := range rxs {
+					g := collect(t, rx, per, 2*time.Second)
+					if len(g) != per {
+						t.Fatalf("receiver %d: got %d of %d", k, len(g), per)
+					}
+					for _, p := range g {
+						if p.bad || int(p.seq)/4%3 != k || p.src != tx.LocalAddr() {
+							t.Fatalf("receiver %d got %+v from %v", k, p, tx.LocalAddr())
+						}
+					}
+				}
+				if err := tx.XmitTo(fill(t, tx, 0, 10), netip.AddrPort{}, false); !errors.Is(err, ErrNoDestination) {
+					t.Errorf("xmit to the zero address: %v", err)
+				}
+				if fam.addr.Addr().Is4() {
+					if err := tx.SetDst(lo6); !errors.Is(err, ErrNoDestination) {
+						t.Errorf("IPv6 destination on an IPv4 socket: %v", err)
+					}
+				}
+				if st := tx.Stats(); st.TxDropped[netdev.DropError] < 2 {
+					t.Errorf("tx_dropped_error %d", st.TxDropped[netdev.DropError])
+				}
+			})
+		}
+	}
+}
+
+// TestDualStack receives IPv4 datagrams on an IPv6 socket bound to [::] and
+// answers them: the source is given as IPv4.
+func TestDualStack(t *testing.T) {
+	rx := openT(t, Config{Local: netip.MustParseAddrPort("[::]:0")})
+	dst := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), rx.LocalAddr().Port())
+	tx := openT(t, Config{Remote: dst})
+	if err := tx.Xmit(fill(t, tx, 7, 50), false); err != nil {
+		t.Fatal(err)
+	}
+	g := collect(t, rx, 1, time.Second)
+	if len(g) != 1 || g[0].seq != 7 || g[0].src != tx.LocalAddr() || !g[0].src.Addr().Is4() {
+		t.Fatalf("got %+v, want from %v", g, tx.LocalAddr())
+	}
+	if err := rx.XmitTo(fill(t, rx, 8, 50), g[0].src, false); err != nil {
+		t.Fatal(err)
+	}
+	if g := collect(t, tx, 1, time.Second); len(g) != 1 || g[0].seq != 8 {
+		t.Fatalf("answer: %+v", g)
+	}
+}
+
+// TestKernelPeer talks to the kernel through a plain net.UDPConn on the
+// other end, in both directions, with GSO on the sending device (the kernel
+// segments) and GRO on the receiving one.
+func TestKernelPeer(t *testing.T) {
+	for _, fam := range families {
+		for _, offload := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/offload=%v", fam.name, offload), func(t *testing.T) {
+				conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(fam.addr))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				peer := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+				d := openT(t, Config{Local: fam.addr, Remote: peer, GSO: offload, GRO: offload, RcvBuf: 1 << 20})
+				// Device -> kernel socket.
+				const n = 50
+				sendRun(t, d, 0, n, 1200)
+				buf := make([]byte, 2000)
+				conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+				for i := range n {
+					k, from, err := conn.ReadFromUDPAddrPort(buf)
+					if err != nil {
+						t.Fatalf("datagram %d: %v", i, err)
+					}
+					seq, ok := checkPattern(buf[:k])
+					if !ok || seq != uint32(i) || k != 1200 || from != d.LocalAddr() {
+						t.Fatalf("datagram %d: seq %d len %d ok %v from %v", i, seq, k, ok, from)
+					}
+				}
+				// Kernel socket -> device.
+				dst := net.UDPAddrFromAddrPort(d.LocalAddr())
+				for i := range n {
+					p := make([]byte, 700)
+					pattern(p, uint32(i))
+					if _, err := conn.WriteToUDP(p, dst); err != nil {
+						t.Fatal(err)
+					}
+				}
+				g := collect(t, d, n, 2*time.Second)
+				if len(g) != n {
+					t.Fatalf("got %d of %d", len(g), n)
+				}
+				for i, p := range g {
+					if p.bad || p.seq != uint32(i) || p.n != 700 || p.src != peer {
+						t.Fatalf("datagram %d: %+v, want from %v", i, p, peer)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestCloseWakesWait closes the device from another goroutine while Wait
+// sleeps without a timeout, with GSO, busy polling and without.
+func TestCloseWakesWait(t *testing.T) {
+	for _, busy := range []time.Duration{0, 50 * time.Microsecond} {
+		t.Run(fmt.Sprint(busy), func(t *testing.T) {
+			d, err := Open(Config{Local: lo4, BusyPoll: busy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			errc := make(chan error)
+			go func() { errc <- d.Wait(-1) }()
+			time.Sleep(20 * time.Millisecond)
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-errc:
+				if !errors.Is(err, net.ErrClosed) {
+					t.Fatalf("wait: %v", err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("Wait did not return after Close")
+			}
+		})
+	}
+}
+
+// TestClosed checks what every method does after Close, and that Close
+// frees what was queued and posted.
+func TestClosed(t *testing.T) {
+	p, err := pool.New(pool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	tx, rx := pair(t, lo4, Config{Config: netdev.Config{Pool: p}, GSO: true}, Config{Config: netdev.Config{Pool: p}, GRO: true})
+	// Queue without ringing, and leave datagrams pending in rx: the three
+	// arrive as one GRO train, of which Poll hands over one.
+	for i := range 3 {
+		if err := tx.Xmit(fill(t, tx, uint32(i), 10), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := tx.Xmit(fill(t, tx, uint32(i), 10), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rx.Wait(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rx.Poll(1, func(b *skb.Buff) { b.Free() }); n != 1 || err != nil {
+		t.Fatalf("poll: %d %v", n, err)
+	}
+	b := fill(t, tx, 9, 10)
+	if err := tx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := tx.Stats(); st.TxDropped[netdev.DropClosed] != 5 {
+		t.Errorf("tx_dropped_closed %d, want 5", st.TxDropped[netdev.DropClosed])
+	}
+	if st := rx.Stats(); st.RxDropped[netdev.DropClosed] != 2 {
+		t.Errorf("rx_dropped_closed %d, want 2", st.RxDropped[netdev.DropClosed])
+	}
+	for name, err := range map[string]error{
+		"close":  tx.Close(),
+		"xmit":   tx.Xmit(b, false),
+		"xmitto": tx.XmitTo(nil2(t, p), lo4, false),
+		"flush":  tx.Flush(),
+		"wait":   rx.Wait(0),
+		"poll":   func() error { _, err := rx.Poll(1, nil); return err }(),
+	} {
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("%s after close: %v", name, err)
+		}
+	}
+	if tx.TxAvail() != 0 {
+		t.Errorf("TxAvail after close: %d", tx.TxAvail())
+	}
+	if st := p.Stats(); st.InFlight() != 0 {
+		t.Errorf("buffers in flight after close:\n%v", st)
+	}
+}
+
+// nil2 allocates a buffer from p directly (the device's cache is closed).
+func nil2(t testing.TB, p *pool.Pool) *skb.Buff {
+	b, err := p.Alloc(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Put(10)
+	return b
+}
+
+// TestCloseFromHandler closes the device from inside Poll's handler.
+func TestCloseFromHandler(t *testing.T) {
+	tx, rx := pair(t, lo4, Config{}, Config{})
+	sendRun(t, tx, 0, 5, 100)
+	if err := rx.Wait(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	n, err := rx.Poll(64, func(b *skb.Buff) {
+		b.Free()
+		if err := rx.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			t.Errorf("close in handler: %v", err)
+		}
+	})
+	if n < 1 || err != nil {
+		t.Fatalf("poll: %d %v", n, err)
+	}
+	if _, err := rx.Poll(64, nil); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("poll after close: %v", err)
+	}
+}
+
+// TestErrors checks the errors Xmit and Open return and their prefixes.
+func TestErrors(t *testing.T) {
+	tx, _ := pair(t, lo4, Config{}, Config{})
+	err := tx.Xmit(fill(t, tx, 0, MaxDatagram4+1), false)
+	if !errors.Is(err, netdev.ErrTooBig) || !strings.HasPrefix(err.Error(), "udp: xmit: ") {
+		t.Errorf("oversized datagram: %v", err)
+	}
+	b := fill(t, tx, 0, 100)
+	b.SetGSO(10, 10, skb.GSOTCPv4)
+	if err := tx.Xmit(b, false); !errors.Is(err, netdev.ErrTooBig) {
+		t.Errorf("TCP GSO packet: %v", err)
+	}
+	if st := tx.Stats(); st.TxDropped[netdev.DropTooBig] != 11 {
+		t.Errorf("tx_dropped_too_big %d, want 11", st.TxDropped[netdev.DropTooBig])
+	}
+
+	// ICMP port unreachable comes back as ECONNREFUSED on the next send
+	// of a connected socket.
+	conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(lo4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	conn.Close()
+	d := openT(t, Config{Remote: gone})
+	var last error
+	for i := 0; i < 10 && last == nil; i++ {
+		last = d.Xmit(fill(t, d, 0, 10), false)
+		time.Sleep(time.Millisecond)
+	}
+	if !errors.Is(last, unix.ECONNREFUSED) || !strings.HasPrefix(last.Error(), "udp: sendmmsg: ") {
+		t.Errorf("send to a closed port: %v", last)
+	}
+
+	for _, cfg := range []Config{
+		{Local: lo4, Remote: netip.MustParseAddrPort("[::1]:9")},
+		{Local: lo4, SndBuf: -1},
+		{Local: lo4, RecvSize: 1 << 20},
+	} {
+		_, err := Open(cfg)
+		if !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), "udp: open: ") {
+			t.Errorf("Open(%+v): %v", cfg, err)
+		}
+	}
+	_, err = Open(Config{Local: netip.MustParseAddrPort("192.0.2.1:0")})
+	if !errors.Is(err, unix.EADDRNOTAVAIL) {
+		t.Errorf("bind to an address not here: %v", err)
+	}
+}
+
+// TestSrcBeforeReceive checks Src's zero value.
+func TestSrcBeforeReceive(t *testing.T) {
+	d := openT(t, Config{Local: lo4})
+	if s := d.Src(); s.IsValid() {
+		t.Errorf("Src before any datagram: %v", s)
+	}
+	if err := d.Wait(0); err != netdev.ErrTimeout {
+		t.Errorf("Wait(0) on an empty socket: %v", err)
+	}
+	if err := d.Wait(5 * time.Millisecond); err != netdev.ErrTimeout {
+		t.Errorf("Wait(5ms) on an empty socket: %v", err)
+	}
+	if n, err := d.Poll(64, nil); n != 0 || err != nil {
+		t.Errorf("Poll on an empty socket: %d %v", n, err)
+	}
+}
+
+// TestBuffers checks the socket buffer sizes, set with the FORCE options.
+func TestBuffers(t *testing.T) {
+	d := openT(t, Config{Local: lo4, SndBuf: 3 << 20, RcvBuf: 5 << 20})
+	for opt, want := range map[int]int{unix.SO_SNDBUF: 6 << 20, unix.SO_RCVBUF: 10 << 20} {
+		v, err := unix.GetsockoptInt(d.Fd(), unix.SOL_SOCKET, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The kernel doubles the value (socket(7)).
+		if v != want {
+			t.Errorf("option %d: %d, want %d", opt, v, want)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+//go:build linux
+
+package mmsg
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
+
+// cmsghdr is struct cmsghdr: cmsg_len (size_t), cmsg_level (int), cmsg_type
+// (int), then the data, each header aligned to size_t (cmsg(3)).
+const cmsgHdrLen = unix.SizeofCmsghdr
+
+// PutCmsgUint16 writes one control message (cmsg(3)) of the given level and
+// type holding v as a native 16-bit integer, such as UDP_SEGMENT's segment
+// size, at the start of b, and returns the bytes used: CMSG_SPACE(2), 24 on
+// 64-bit Linux (16 on 32-bit). It returns 0 when b is too short.
+func PutCmsgUint16(b []byte, level, typ int32, v uint16) int {
+	n := unix.CmsgSpace(2)
+	if len(b) < n {
+		return 0
+	}
+	putCmsgHdr(b, level, typ, 2)
+	binary.NativeEndian.PutUint16(b[cmsgHdrLen:], v)
+	clear(b[cmsgHdrLen+2 : n])
+	return n
+}
+
+func putCmsgHdr(b []byte, level, typ int32, datalen int) {
+	if unix.SizeofPtr == 8 {
+		binary.NativeEndian.PutUint64(b[0:], uint64(unix.CmsgLen(datalen)))
+	} else {
+		binary.NativeEndian.PutUint32(b[0:], uint32(unix.CmsgLen(datalen)))
+	}
+	binary.NativeEndian.PutUint32(b[unix.SizeofPtr:], uint32(level))
+	binary.NativeEndian.PutUint32(b[unix.SizeofPtr+4:], uint32(typ))
+}
+
+// NextCmsg parses the first control message in b, the part of a control
+// buffer that recvmsg(2) filled (msg_controllen bytes). It returns the
+// message's level, type and data, the rest of b after it, and ok false when b
+// holds no complete message. Lengths come from the kernel but are checked
+// against b all the same; it allocates nothing.
+//
+//	for level, typ, data, rest, ok := NextCmsg(b); ok; level, typ, data, rest, ok = NextCmsg(rest) { ... }
+func NextCmsg(b []byte) (level, typ int32, data, rest []byte, ok bool) {
+	if len(b) < cmsgHdrLen {
+		return 0, 0, nil, nil, false
+	}
+	var l uint64
+	if unix.SizeofPtr == 8 {
+		l = binary.NativeEndian.Uint64(b[0:])
+	} else {
+		l = uint64(binary.NativeEndian.Uint32(b[0:]))
+	}
+	if l < cmsgHdrLen || l > uint64(len(b)) {
+		return 0, 0, nil, nil, false
+	}
+	level = int32(binary.NativeEndian.Uint32(b[unix.SizeofPtr:]))
+	typ = int32(binary.NativeEndian.Uint32(b[unix.SizeofPtr+4:]))
+	data = b[cmsgHdrLen:l:l]
+	next := min(uint64(cmsgAlign(int(l))), uint64(len(b)))
+	return level, typ, data, b[next:], true
+}
+
+// cmsgAlign rounds n up to the alignment of control messages, sizeof(size_t)
+// (CMSG_ALIGN).
+func cmsgAlign(n int) int { return (n + unix.SizeofPtr - 1) &^ (unix.SizeofPtr - 1) }
+
+// CmsgInt returns the native integer of 1, 2, 4 or 8 bytes in data (the data
+// of a control message), or 0 for another length. UDP_GRO carries an int,
+// SO_RXQ_OVFL a uint32.
+func CmsgInt(data []byte) uint64 {
+	switch len(data) {
+	case 1:
+		return uint64(data[0])
+	case 2:
+		return uint64(binary.NativeEndian.Uint16(data))
+	case 4:
+		return uint64(binary.NativeEndian.Uint32(data))
+	case 8:
+		return binary.NativeEndian.Uint64(data)
+	}
+	return 0
+}
