@@ -217,57 +217,46 @@ func (d *Device) deliver(budget int, h netdev.Handler) int {
 
 // deliverTrain hands the datagrams of the GRO train in slot i (n bytes of
 // r.seg-byte segments, the last possibly shorter) to h, up to budget, from
-// byte r.off on; it finishes the message when the train is done. Segments
-// shorter than the copybreak threshold are copied, so the big buffer stays
-// posted; longer ones are clones of it, each trimmed to its segment, the
-// last being the buffer itself (the kernel's skb_segment_list does the
-// same, with clones of one head).
+// byte r.off on; it finishes the message when the train is done. A segment
+// shorter than the copybreak threshold is copied into a right-sized buffer;
+// a longer one is a clone of the train's buffer trimmed to the segment (as
+// the kernel's skb_segment_list makes clones of one head), so that the
+// bytes are not copied. The train's buffer stays posted when every segment
+// was copied.
 func (d *Device) deliverTrain(i, n, budget int, h netdev.Handler) int {
 	r := &d.rx
 	b := r.bufs[i]
 	seg := r.seg
 	done := 0
-	if seg < d.copybreak {
-		src := b.Head()[d.headroom : d.headroom+n]
-		for r.off < n && done < budget {
-			l := min(seg, n-r.off)
-			c, err := d.alloc(l)
-			if err != nil {
-				// Drop the rest of the train: the handler got what fit.
-				d.ctr.RxDrop(netdev.DropNoBuffer, (n-r.off+seg-1)/seg)
-				r.off = n
-				break
+	for r.off < n && done < budget {
+		l := min(seg, n-r.off)
+		var c *skb.Buff
+		if l < d.copybreak {
+			if nb, err := d.alloc(l); err == nil {
+				copy(nb.Put(l), b.Head()[d.headroom+r.off:d.headroom+r.off+l])
+				d.ctr.RxCopybreak()
+				c = nb
 			}
-			copy(c.Put(l), src[r.off:r.off+l])
-			r.off += l
-			d.ctr.RxCopybreak()
-			d.ctr.RxPacket(l)
-			done++
-			h(c)
 		}
-	} else {
-		if r.off == 0 {
-			b.Put(n)
-		}
-		for r.off < n && done < budget {
-			l := min(seg, n-r.off)
-			var c *skb.Buff
-			if r.off+l >= n {
-				// The last segment is the buffer itself.
-				c = b
-				r.bufs[i] = nil
-			} else {
-				c = d.cache.Clone(b)
+		if c == nil {
+			if b.Len() == 0 {
+				b.Put(n)
 			}
+			c = d.cache.Clone(b)
 			c.Pull(r.off)
 			c.Trim(l)
-			r.off += l
-			d.ctr.RxPacket(l)
-			done++
-			h(c)
 		}
+		r.off += l
+		d.ctr.RxPacket(l)
+		done++
+		h(c)
 	}
 	if r.off >= n {
+		if b.Len() != 0 {
+			// Clones hold the buffer now: drop the device's reference.
+			d.cache.Free(b)
+			r.bufs[i] = nil
+		}
 		r.next++
 		r.off = 0
 	}
