@@ -1,0 +1,925 @@
+package afxdp
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/internal/xsk"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// ethHeaderLen and vlanTagLen bound the frames Xmit accepts: at least an
+// Ethernet header, at most MTU + ETH_HLEN + VLAN_HLEN, the largest frame a
+// device forwards (is_skb_forwardable in net/core/dev.c).
+const (
+	ethHeaderLen = 14
+	vlanTagLen   = 4
+)
+
+// maxKickStalls bounds the kicks of one doorbell that move nothing (EAGAIN
+// with a full socket send buffer while the peer catches up): after that many
+// the doorbell returns and what is left in the tx ring goes with the next one.
+const maxKickStalls = 64
+
+// bindBusyWait is how long Open retries a bind that fails with EBUSY: the
+// kernel releases a closed socket's hold on the queue asynchronously, 10 to
+// 20 ms later (xdp_put_umem's deferred work).
+const bindBusyWait = time.Second
+
+// Device is one queue of a network interface driven through an AF_XDP
+// socket whose UMEM is a pool arena: received frames are pool buffers
+// handed to Poll's handler without a copy, and a pool buffer from the UMEM is
+// transmitted without a copy. It implements netdev.Device; see the package
+// documentation for the frame life cycle.
+//
+// A Device belongs to one goroutine (Xmit, Flush, TxAvail, Poll, Wait, Alloc
+// and the Cache); Stats, XDPStats, Mode and Close are safe from any
+// goroutine.
+type Device struct {
+	// Set by Open, then read-only.
+	ifname     string
+	ifindex    int
+	queue      int
+	mtu        int
+	mac        net.HardwareAddr
+	cfg        Config
+	mode       Mode
+	p          *pool.Pool
+	ownPool    bool
+	cache      *pool.Cache
+	umem       *pool.Arena
+	frameSize  int
+	shift      uint   // log2(frameSize)
+	nframes    uint64 // frames in the UMEM
+	rxOff      int    // offset of received data in a frame: XDPHeadroom + UMEM headroom
+	allocSize  int    // Cache.Alloc size that yields a UMEM frame
+	maxLen     int    // longest frame Xmit takes
+	copybreak  int    // effective threshold, 0 off
+	batch      uint32 // frames Xmit queues before ringing itself
+	needWakeup bool
+	sock       *xsk.Socket
+	xdp        *xdpProgram
+	wakeFD     int // eventfd that Close writes to wake a WaitPoll
+
+	// The owner goroutine's state.
+	rxBufs    []*skb.Buff // by frame index: buffers posted to the fill ring
+	txBufs    []*skb.Buff // by frame index: buffers in the tx ring until completion
+	posted    int         // len of rxBufs in use
+	txQueued  uint32      // descriptors produced since the last doorbell
+	txCounted uint32      // tx ring consumer up to which tx_packets counted
+	txBusy    uint32      // EBUSY drops not yet taken off tx_packets
+	pfds      [2]unix.PollFd
+	ts        unix.Timespec
+	kicks     atomic.Uint64
+	kickBusy  atomic.Uint64
+	txCopied  atomic.Uint64
+	errKick   error // last wrapped kick error, reused while the errno repeats
+	errnoKick unix.Errno
+	errNoBuf  error // pool exhausted on a transmit copy, wrapped once
+
+	ctr netdev.Counters
+
+	// state is 1 once closed, plus 2 per method of the owner (or Stats) in
+	// progress: the resources are torn down when it reaches exactly 1.
+	state     atomic.Int32
+	down      sync.Once
+	downDone  chan struct{}
+	downErr   error
+	mu        sync.Mutex // guards last, read by Stats after teardown
+	lastXStat XDPStats
+}
+
+// Open opens queue queue of interface ifname as a Device: it makes (or takes)
+// the pool whose contiguous class is the UMEM, opens the AF_XDP socket,
+// registers the UMEM, maps the rings, fills the fill ring, binds (zero-copy
+// first unless cfg says otherwise), loads the redirect program and attaches
+// it (native first). It runs in the calling thread's network namespace: call
+// it inside the namespace (lab.Host.Do). The caller must Close the device.
+//
+// Errors wrap ErrConfig, ErrNoUMEM, or the kernel's errno
+// ("afxdp: bind veth0 queue 0: device or resource busy"); on error everything
+// Open made is released, the program detached and the socket closed.
+func Open(ifname string, queue int, cfg Config) (*Device, error) {
+	c, err := cfg.resolved()
+	if err != nil {
+		return nil, fmt.Errorf("afxdp: open %s queue %d: %w", ifname, queue, err)
+	}
+	if queue < 0 {
+		return nil, fmt.Errorf("afxdp: open %s queue %d: %w: negative queue", ifname, queue, ErrConfig)
+	}
+	d := &Device{ifname: ifname, queue: queue, cfg: c, wakeFD: -1, downDone: make(chan struct{})}
+	if err := d.open(); err != nil {
+		d.teardown()
+		return nil, err
+	}
+	return d, nil
+}
+
+// wrap prefixes err with the package, the operation, the interface and the
+// queue.
+func (d *Device) wrap(op string, err error) error {
+	return fmt.Errorf("afxdp: %s %s queue %d: %w", op, d.ifname, d.queue, err)
+}
+
+func (d *Device) open() error {
+	c := &d.cfg
+	ifi, err := net.InterfaceByName(d.ifname)
+	if err != nil {
+		return d.wrap("open", err)
+	}
+	d.ifindex, d.mtu, d.mac = ifi.Index, ifi.MTU, ifi.HardwareAddr
+	if err := d.setupPool(); err != nil {
+		return err
+	}
+	d.cache = d.p.NewCache()
+	d.rxBufs = make([]*skb.Buff, d.nframes)
+	d.txBufs = make([]*skb.Buff, d.nframes)
+	d.errNoBuf = d.wrap("xmit", pool.ErrExhausted)
+
+	s, err := xsk.NewSocket()
+	if err != nil {
+		return d.wrap("socket", err)
+	}
+	d.sock = s
+	umemHeadroom := uint32(d.rxOff - XDPHeadroom)
+	if err := s.RegisterUMEM(d.umem.Bytes(), uint32(d.frameSize), umemHeadroom); err != nil {
+		return d.wrap("register umem", err)
+	}
+	rs := uint32(c.RingSize)
+	rx := rs
+	if c.TxOnly {
+		rx = 0
+	}
+	if err := s.SetRingSizes(rs, rs, rx, rs); err != nil {
+		return d.wrap("set ring sizes", err)
+	}
+	if err := s.MapRings(); err != nil {
+		return d.wrap("map rings", err)
+	}
+	if c.TxBudget > 0 {
+		if err := s.SetTxBudget(c.TxBudget); err != nil {
+			return d.wrap("set tx budget", err)
+		}
+	}
+	if !c.TxOnly {
+		// The fill ring is full before the first frame can arrive.
+		d.refill()
+	}
+	if err := d.bind(); err != nil {
+		return err
+	}
+	if c.TxOnly {
+		d.mode.Attach = AttachNone
+	} else {
+		x, nativeErr, err := attachXDP(d.ifindex, d.queue, s.FD(), c.Attach)
+		if err != nil {
+			return d.wrap("xdp", err)
+		}
+		d.xdp = x
+		d.mode.Attach = x.mode
+		if nativeErr != nil {
+			d.mode.NativeErr = d.wrap("attach native", nativeErr)
+		}
+	}
+	if c.Wait == WaitPoll {
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			return d.wrap("eventfd", err)
+		}
+		d.wakeFD = fd
+		d.pfds = [2]unix.PollFd{{Fd: int32(s.FD()), Events: unix.POLLIN}, {Fd: int32(fd), Events: unix.POLLIN}}
+	}
+	return nil
+}
+
+// setupPool makes the pool (or checks the one given) and derives the frame
+// geometry from it.
+func (d *Device) setupPool() error {
+	c := &d.cfg
+	want := c.HeadroomBytes()
+	if c.Pool == nil {
+		fs := c.FrameSize
+		if fs == 0 {
+			fs = DefaultFrameSize
+		}
+		rxOff := max(want, XDPHeadroom)
+		if rxOff+ethHeaderLen > fs {
+			return d.wrap("open", fmt.Errorf("%w: headroom %d leaves no room in a frame of %d", ErrConfig, want, fs))
+		}
+		classes := []pool.Class{{Size: fs, Max: c.Frames, Contiguous: true}}
+		// A class for copybreak copies: the packet behind the same headroom.
+		if thr := c.CopybreakThreshold(); thr > 0 {
+			small := pool.SmallSize
+			for small < rxOff+thr {
+				small *= 2
+			}
+			if small < fs {
+				classes = append(classes, pool.Class{Size: small})
+			}
+		}
+		p, err := pool.New(pool.Config{
+			Classes:  classes,
+			Headroom: rxOff,
+			Populate: true,
+			Name:     "afxdp " + d.ifname,
+		})
+		if err != nil {
+			return d.wrap("open", err)
+		}
+		d.p, d.ownPool = p, true
+	} else {
+		d.p = c.Pool
+	}
+	classes := d.p.Classes()
+	ci := -1
+	for i, cl := range classes {
+		ok := cl.Size == c.FrameSize || c.FrameSize == 0 && (cl.Size == 2048 || cl.Size == 4096)
+		if cl.Contiguous && ok {
+			ci = i
+			break
+		}
+	}
+	if ci < 0 {
+		return d.wrap("open", ErrNoUMEM)
+	}
+	d.umem = d.p.Arena(ci)
+	if d.umem == nil {
+		return d.wrap("open", ErrNoUMEM)
+	}
+	d.frameSize = classes[ci].Size
+	d.shift = uint(bits.TrailingZeros(uint(d.frameSize)))
+	d.nframes = uint64(len(d.umem.Bytes()) / d.frameSize)
+	hr := d.p.Headroom()
+	d.rxOff = max(want, hr, XDPHeadroom)
+	if d.rxOff+ethHeaderLen > d.frameSize {
+		return d.wrap("open", fmt.Errorf("%w: headroom %d leaves no room in a frame of %d", ErrConfig, d.rxOff, d.frameSize))
+	}
+	d.allocSize = d.frameSize - hr
+	d.maxLen = min(d.mtu+ethHeaderLen+vlanTagLen, d.allocSize)
+	// Copybreak copies go to the largest class below the UMEM frame; none,
+	// and a copy would take another UMEM frame: off.
+	if thr := c.CopybreakThreshold(); thr > 0 && ci > 0 {
+		d.copybreak = min(thr, classes[ci-1].Size-hr+1)
+		if d.copybreak < 0 {
+			d.copybreak = 0
+		}
+	}
+	d.batch = uint32(c.BatchSize())
+	if d.batch > uint32(c.RingSize) {
+		d.batch = uint32(c.RingSize)
+	}
+	return nil
+}
+
+// bind binds the socket, zero-copy first when BindAuto, retrying while the
+// queue is still held by a socket being torn down (EBUSY).
+func (d *Device) bind() error {
+	try := func(flags uint16) error {
+		deadline := time.Now().Add(bindBusyWait)
+		for {
+			err := d.sock.Bind(uint32(d.ifindex), uint32(d.queue), flags|unix.XDP_USE_NEED_WAKEUP)
+			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+				return err
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	var err error
+	switch d.cfg.Bind {
+	case BindZeroCopy:
+		err = try(unix.XDP_ZEROCOPY)
+	case BindCopy:
+		err = try(unix.XDP_COPY)
+	default:
+		if zerr := try(unix.XDP_ZEROCOPY); zerr != nil {
+			d.mode.ZeroCopyErr = d.wrap("bind zerocopy", zerr)
+			err = try(unix.XDP_COPY)
+		}
+	}
+	if err != nil {
+		return d.wrap("bind "+d.cfg.Bind.String(), err)
+	}
+	zc, err := d.sock.ZeroCopy()
+	if err != nil {
+		return d.wrap("bind", err)
+	}
+	d.mode.Bind = BindCopy
+	if zc {
+		d.mode.Bind = BindZeroCopy
+	}
+	d.needWakeup = true
+	return nil
+}
+
+// enter marks a method of the owner (or Stats) in progress; it returns false
+// once the device is closed.
+func (d *Device) enter() bool {
+	if d.state.Add(2)&1 != 0 {
+		d.exit()
+		return false
+	}
+	return true
+}
+
+// exit ends what enter began; the last one out of a closed device tears it
+// down.
+func (d *Device) exit() {
+	if d.state.Add(-2) == 1 {
+		d.teardown()
+	}
+}
+
+func (d *Device) closed() bool { return d.state.Load()&1 != 0 }
+
+// Ifname returns the interface's name.
+func (d *Device) Ifname() string { return d.ifname }
+
+// Queue returns the queue index the socket is bound to.
+func (d *Device) Queue() int { return d.queue }
+
+// HardwareAddr returns the interface's MAC address, as it was at Open.
+func (d *Device) HardwareAddr() net.HardwareAddr { return d.mac }
+
+// MTU returns the interface's MTU in bytes, as it was at Open; Xmit takes
+// frames up to MTU+18 bytes (Ethernet header and one VLAN tag).
+func (d *Device) MTU() int { return d.mtu }
+
+// Mode returns the attach and bind modes Open obtained. Safe for concurrent
+// use.
+func (d *Device) Mode() Mode { return d.mode }
+
+// Pool returns the pool whose contiguous class is the UMEM. A pool the
+// driver made is closed by Close.
+func (d *Device) Pool() *pool.Pool { return d.p }
+
+// FrameSize returns the UMEM frame size in bytes.
+func (d *Device) FrameSize() int { return d.frameSize }
+
+// Cache returns the pool cache of the device's goroutine: the driver takes
+// receive frames from it and frees transmitted buffers into it.
+func (d *Device) Cache() *pool.Cache { return d.cache }
+
+// Alloc returns an empty buffer in a UMEM frame, with the pool's headroom and
+// at least size bytes of tailroom, which Xmit sends without copying. A
+// buffer from Cache().Alloc of a size that fits a smaller class of the pool
+// (the copybreak class of a pool the driver made) is copied at Xmit instead.
+// The caller owns the returned buffer and must Free it or pass it on to a
+// function that takes ownership. It returns ErrTooBig (pool's) when size does
+// not fit a frame, pool.ErrExhausted, or netdev.ErrClosed.
+func (d *Device) Alloc(size int) (*skb.Buff, error) {
+	if size > d.allocSize {
+		return nil, skb.ErrTooBig
+	}
+	if !d.enter() {
+		return nil, netdev.ErrClosed
+	}
+	defer d.exit()
+	b, err := d.cache.Alloc(d.allocSize)
+	if err != nil {
+		d.reap()
+		b, err = d.cache.Alloc(d.allocSize)
+	}
+	return b, err
+}
+
+// inUMEM reports whether b's data is a whole UMEM frame of this device's
+// pool, in one piece (linear).
+func (d *Device) inUMEM(b *skb.Buff) bool {
+	return b.End() == d.frameSize && !b.IsNonlinear() && d.p.Owns(b)
+}
+
+// TxAvail returns how many frames Xmit can queue before it rings the
+// doorbell itself: the batch left, bounded by the free tx ring slots.
+func (d *Device) TxAvail() int {
+	if !d.enter() {
+		return 0
+	}
+	defer d.exit()
+	if d.sock.TX.Size() == 0 {
+		return 0
+	}
+	return int(d.sock.TX.Free(d.batch - d.txQueued))
+}
+
+// Xmit queues b for transmission and rings the doorbell when more is false,
+// when Batch frames are queued, or when the tx ring is full (seed 002,
+// xmit_more). A buffer whose data is a linear UMEM frame of this device's
+// pool is sent from where it lies; any other is copied into a UMEM frame
+// and freed at once. Xmit takes ownership of b, also when it returns an
+// error; the driver frees b when the kernel completes it (seed 000, no
+// clone).
+//
+// It returns ErrShortFrame or netdev.ErrTooBig (b dropped and counted),
+// netdev.ErrQueueFull when the tx ring stayed full after the doorbell, the
+// pool's ErrExhausted (wrapped) when no UMEM frame was free for a copy,
+// netdev.ErrClosed, or the doorbell's error.
+func (d *Device) Xmit(b *skb.Buff, more bool) error {
+	if !d.enter() {
+		b.Free()
+		return netdev.ErrClosed
+	}
+	defer d.exit()
+	n := b.Len()
+	if n < ethHeaderLen || n > d.maxLen {
+		d.cache.Free(b)
+		if n < ethHeaderLen {
+			d.ctr.TxDrop(netdev.DropMalformed, 1)
+			return d.endBatch(more, ErrShortFrame)
+		}
+		d.ctr.TxDrop(netdev.DropTooBig, 1)
+		return d.endBatch(more, netdev.ErrTooBig)
+	}
+	tx := &d.sock.TX
+	if tx.Free(1) == 0 {
+		d.ctr.TxRingFull()
+		err := d.doorbell()
+		if tx.Free(1) == 0 {
+			d.cache.Free(b)
+			d.ctr.TxDrop(netdev.DropRingFull, 1)
+			if err != nil {
+				return err
+			}
+			return netdev.ErrQueueFull
+		}
+	}
+	var addr uint64
+	if d.inUMEM(b) && d.txBufs[b.HeadAddr()>>d.shift] == nil {
+		d.txBufs[b.HeadAddr()>>d.shift] = b
+		addr = b.HeadAddr() + uint64(b.Headroom())
+	} else {
+		f, err := d.cache.Alloc(d.allocSize)
+		if err != nil {
+			d.reap()
+			if f, err = d.cache.Alloc(d.allocSize); err != nil {
+				d.cache.Free(b)
+				d.ctr.TxDrop(netdev.DropNoBuffer, 1)
+				return d.endBatch(more, d.errNoBuf)
+			}
+		}
+		b.CopyBits(0, f.Put(n))
+		d.cache.Free(b)
+		d.txCopied.Add(1)
+		d.txBufs[f.HeadAddr()>>d.shift] = f
+		addr = f.HeadAddr() + uint64(f.Headroom())
+	}
+	desc := &tx.Descs[tx.Index(0)]
+	desc.Addr = addr
+	desc.Len = uint32(n)
+	desc.Options = 0
+	tx.Produce(1)
+	d.txQueued++
+	if !more || d.txQueued >= d.batch {
+		return d.doorbell()
+	}
+	return nil
+}
+
+// endBatch rings the doorbell for what is queued when the caller's batch
+// ends (more false) after a dropped frame, so nothing queued is stranded,
+// and returns err (the drop's error takes precedence).
+func (d *Device) endBatch(more bool, err error) error {
+	if !more && d.txQueued > 0 {
+		d.doorbell()
+	}
+	return err
+}
+
+// Flush rings the doorbell for whatever Xmit queued and frees the buffers
+// the kernel completed. It returns the doorbell's error or
+// netdev.ErrClosed.
+func (d *Device) Flush() error {
+	if !d.enter() {
+		return netdev.ErrClosed
+	}
+	defer d.exit()
+	if d.sock.TX.Size() == 0 {
+		return nil
+	}
+	return d.doorbell()
+}
+
+// doorbell publishes the tx producer and kicks the kernel (sendto) until it
+// took every descriptor, as copy mode needs: the kernel sends at most 32
+// (XDP_MAX_TX_SKB_BUDGET) per call and then returns EAGAIN, and returns
+// EBUSY after the device dropped a frame; both mean kick again. Zero-copy
+// drivers that do not ask for a wakeup are not kicked. It frees completed
+// buffers and counts what the kernel took.
+func (d *Device) doorbell() error {
+	tx := &d.sock.TX
+	queued := d.txQueued
+	d.txQueued = 0
+	tx.Submit()
+	var err error
+	stalls := 0
+	last := tx.Consumer()
+	for last != tx.Producer() {
+		if d.needWakeup && !tx.NeedWakeup() {
+			break
+		}
+		e := d.sock.Kick()
+		d.kicks.Add(1)
+		switch e {
+		case 0, unix.EAGAIN:
+		case unix.EBUSY:
+			d.kickBusy.Add(1)
+			d.txBusy++
+		default:
+			err = d.kickError(e)
+		}
+		d.reap()
+		cons := tx.Consumer()
+		if err != nil || e == 0 || cons == tx.Producer() {
+			break
+		}
+		if cons == last {
+			if stalls++; stalls >= maxKickStalls {
+				break
+			}
+		} else {
+			stalls = 0
+		}
+		last = cons
+	}
+	d.countTx(queued > 0)
+	return err
+}
+
+// kickError wraps a doorbell errno, reusing the last error while the errno
+// repeats so that a failing doorbell does not allocate per frame.
+func (d *Device) kickError(e unix.Errno) error {
+	if d.errKick == nil || d.errnoKick != e {
+		d.errKick, d.errnoKick = d.wrap("kick", e), e
+	}
+	return d.errKick
+}
+
+// countTx counts the descriptors the kernel took since the last count as
+// sent, less the frames the device dropped (EBUSY), and one doorbell.
+func (d *Device) countTx(rang bool) {
+	tx := &d.sock.TX
+	cons := tx.Consumer()
+	packets, bytes := 0, 0
+	for i := d.txCounted; i != cons; i++ {
+		bytes += int(tx.Descs[i&(tx.Size()-1)].Len)
+		packets++
+	}
+	d.txCounted = cons
+	if busy := int(min(d.txBusy, uint32(packets))); busy > 0 {
+		// The dropped frames are not known one by one: take off the mean.
+		bytes -= bytes / packets * busy
+		packets -= busy
+		d.txBusy -= uint32(busy)
+		d.ctr.TxDrop(netdev.DropKernel, busy)
+	}
+	if rang {
+		d.ctr.TxDoorbell(packets, bytes)
+	} else if packets > 0 {
+		d.ctr.TxSent(packets, bytes)
+	}
+}
+
+// reap frees the buffers whose frames the completion ring returned.
+func (d *Device) reap() {
+	cq := &d.sock.Comp
+	n := cq.Peek(cq.Size())
+	if n == 0 {
+		return
+	}
+	for k := range n {
+		idx := cq.Addrs[cq.Index(k)] >> d.shift
+		if idx < d.nframes {
+			if b := d.txBufs[idx]; b != nil {
+				d.txBufs[idx] = nil
+				d.cache.Free(b)
+			}
+		}
+	}
+	cq.Consume(n)
+	cq.Release()
+}
+
+// refill posts free UMEM frames from the cache to the fill ring, as many as
+// it has room for, and wakes the kernel if it asks.
+func (d *Device) refill() {
+	fq := &d.sock.Fill
+	room := fq.Free(fq.Size())
+	k := uint32(0)
+	for ; k < room; k++ {
+		b, err := d.cache.Alloc(d.allocSize)
+		if err != nil {
+			break
+		}
+		addr := b.HeadAddr()
+		d.rxBufs[addr>>d.shift] = b
+		fq.Addrs[fq.Index(k)] = addr
+	}
+	if k == 0 {
+		return
+	}
+	d.posted += int(k)
+	fq.Produce(k)
+	fq.Submit()
+	if d.needWakeup && fq.NeedWakeup() {
+		d.sock.WakeRx()
+	}
+}
+
+// Poll hands up to budget received frames to h, in arrival order, each a
+// buffer in the UMEM frame the kernel wrote (or, under the copybreak
+// threshold, a right-sized copy, the frame going straight back to the fill
+// ring), with the Ethernet header at the start of the data, the mac header
+// set, Protocol the EtherType and QueueMapping the queue. h owns each
+// buffer; freeing it into Cache returns its frame to the fill ring at the
+// next Poll. Poll then refills the fill ring and frees completed transmit
+// buffers. Descriptors that point outside the frames the driver posted are
+// dropped and counted (rx_dropped_malformed). It never blocks; it returns
+// netdev.ErrClosed after Close.
+func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if !d.enter() {
+		return 0, netdev.ErrClosed
+	}
+	defer d.exit()
+	d.reap()
+	rx := &d.sock.RX
+	if rx.Size() == 0 || budget <= 0 {
+		return 0, nil
+	}
+	n := rx.Peek(uint32(budget))
+	got := 0
+	for k := range n {
+		desc := rx.Descs[rx.Index(k)]
+		if b := d.takeRx(desc.Addr, int(desc.Len)); b != nil {
+			d.deliver(b, h)
+			got++
+		}
+	}
+	rx.Consume(n)
+	rx.Release()
+	d.refill()
+	return got, nil
+}
+
+// takeRx turns the rx descriptor (addr, n) into the buffer posted for its
+// frame, or counts a drop and returns nil.
+func (d *Device) takeRx(addr uint64, n int) *skb.Buff {
+	idx := addr >> d.shift
+	if idx >= d.nframes || d.rxBufs[idx] == nil {
+		d.ctr.RxDrop(netdev.DropMalformed, 1)
+		return nil
+	}
+	b := d.rxBufs[idx]
+	d.rxBufs[idx] = nil
+	d.posted--
+	off := int(addr & uint64(d.frameSize-1))
+	hr := b.Headroom()
+	if off < hr || n < ethHeaderLen || off+n > d.frameSize {
+		d.cache.Free(b)
+		d.ctr.RxDrop(netdev.DropMalformed, 1)
+		return nil
+	}
+	if off > hr {
+		b.Reserve(off - hr)
+	}
+	data := b.Put(n)
+	b.ResetMacHeader()
+	b.SetProtocol(uint16(data[12])<<8 | uint16(data[13]))
+	b.SetQueueMapping(d.queue)
+	return b
+}
+
+// deliver applies copybreak to b and hands it to h.
+func (d *Device) deliver(b *skb.Buff, h netdev.Handler) {
+	n := b.Len()
+	if n < d.copybreak {
+		if small := netdev.Copybreak(d.cache, b, d.copybreak); small != nil {
+			d.cache.Free(b)
+			b = small
+			d.ctr.RxCopybreak()
+		}
+	}
+	d.ctr.RxPacket(n)
+	h(b)
+}
+
+// Wait blocks until the rx ring holds a frame (nil), timeout passes
+// (netdev.ErrTimeout; a negative timeout waits without limit) or the device
+// is closed (netdev.ErrClosed; Close wakes it), by the Config's WaitPolicy:
+// sleeping Config.Sleep at a time, spinning, or in poll(2). It refills the
+// fill ring first, so that frames the application freed can be received.
+func (d *Device) Wait(timeout time.Duration) error {
+	if !d.enter() {
+		return netdev.ErrClosed
+	}
+	defer d.exit()
+	rx := &d.sock.RX
+	if rx.Size() != 0 {
+		d.reap()
+		d.refill()
+	}
+	ready := func() bool { return rx.Size() != 0 && rx.Peek(1) != 0 }
+	if ready() {
+		return nil
+	}
+	if timeout == 0 {
+		return netdev.ErrTimeout
+	}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	// left returns the time to the deadline, capped at max; ok false once
+	// it passed.
+	left := func(max time.Duration) (time.Duration, bool) {
+		if timeout < 0 {
+			return max, true
+		}
+		l := time.Until(deadline)
+		return min(l, max), l > 0
+	}
+	for i := 0; ; i++ {
+		switch d.cfg.Wait {
+		case WaitSpin:
+			if i&1023 != 1023 {
+				if ready() {
+					return nil
+				}
+				continue
+			}
+			runtime.Gosched()
+		case WaitPoll:
+			l, ok := left(time.Hour)
+			if !ok {
+				return netdev.ErrTimeout
+			}
+			d.ts = unix.NsecToTimespec(int64(l))
+			d.pfds[0].Revents, d.pfds[1].Revents = 0, 0
+			unix.Ppoll(d.pfds[:], &d.ts, nil)
+		default:
+			l, ok := left(d.cfg.Sleep)
+			if !ok {
+				return netdev.ErrTimeout
+			}
+			d.ts = unix.NsecToTimespec(int64(l))
+			unix.Nanosleep(&d.ts, nil)
+		}
+		if ready() {
+			return nil
+		}
+		if d.closed() {
+			return netdev.ErrClosed
+		}
+		if _, ok := left(0); !ok {
+			return netdev.ErrTimeout
+		}
+	}
+}
+
+// Stats returns the device's counters, with the frames the kernel dropped
+// before the rx ring (XDPStats.RxDropped) as rx_dropped_kernel. Safe for
+// concurrent use.
+func (d *Device) Stats() netdev.Stats {
+	s := d.ctr.Snapshot()
+	ks, err := d.XDPStats()
+	if err == nil {
+		s.RxDropped[netdev.DropKernel] += ks.RxDropped
+	}
+	return s
+}
+
+// XDPStats returns the socket's kernel counters (XDP_STATISTICS) and the
+// driver's kick counts; after Close, the last values read at Close. Safe for
+// concurrent use. It returns the getsockopt error.
+func (d *Device) XDPStats() (XDPStats, error) {
+	if !d.enter() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.lastXStat, nil
+	}
+	defer d.exit()
+	return d.xdpStats()
+}
+
+func (d *Device) xdpStats() (XDPStats, error) {
+	st, err := d.sock.Statistics()
+	if err != nil {
+		return XDPStats{}, d.wrap("statistics", err)
+	}
+	return XDPStats{
+		RxDropped:       st.Rx_dropped,
+		RxInvalidDescs:  st.Rx_invalid_descs,
+		TxInvalidDescs:  st.Tx_invalid_descs,
+		RxRingFull:      st.Rx_ring_full,
+		RxFillRingEmpty: st.Rx_fill_ring_empty_descs,
+		TxRingEmpty:     st.Tx_ring_empty_descs,
+		Kicks:           d.kicks.Load(),
+		KickBusy:        d.kickBusy.Load(),
+		TxCopied:        d.txCopied.Load(),
+	}, nil
+}
+
+// Close detaches the XDP program, closes the socket, unmaps the rings, frees
+// the buffers posted for receive or queued for transmit (frames the kernel
+// had not taken count as tx_dropped_closed) and, when the driver made the
+// pool, closes it: that fails, wrapping pool.ErrLeak, if the application
+// still holds buffers from it. Safe for concurrent use: it wakes a Wait in
+// progress and, when another goroutine is inside a method, the teardown
+// happens as that method returns (Close waits up to a second for it). Later
+// calls return netdev.ErrClosed. Close must not be called from a Poll
+// handler.
+func (d *Device) Close() error {
+	// Hold a reference while waking, so that the teardown (and the close of
+	// the eventfd) cannot happen before the wakeup is written.
+	d.state.Add(2)
+	for {
+		old := d.state.Load()
+		if old&1 != 0 {
+			d.exit()
+			return netdev.ErrClosed
+		}
+		if d.state.CompareAndSwap(old, old|1) {
+			break
+		}
+	}
+	if d.wakeFD >= 0 {
+		one := [8]byte{1}
+		unix.Write(d.wakeFD, one[:])
+	}
+	d.exit()
+	select {
+	case <-d.downDone:
+	case <-time.After(time.Second):
+		return nil
+	}
+	return d.downErr
+}
+
+// teardown releases everything, once: after a failed Open, at Close, or as
+// the last method in progress on a closed device returns.
+func (d *Device) teardown() {
+	d.down.Do(func() {
+		d.downErr = d.release()
+		close(d.downDone)
+	})
+}
+
+func (d *Device) release() error {
+	var errs []error
+	if d.xdp != nil {
+		if err := d.xdp.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.sock != nil {
+		if ks, err := d.xdpStats(); err == nil {
+			d.mu.Lock()
+			d.lastXStat = ks
+			d.mu.Unlock()
+		}
+		if tx := &d.sock.TX; tx.Size() != 0 {
+			if n := tx.Producer() - tx.Consumer(); n > 0 {
+				d.ctr.TxDrop(netdev.DropClosed, int(n))
+			}
+		}
+		if err := d.sock.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.wakeFD >= 0 {
+		unix.Close(d.wakeFD)
+	}
+	if d.cache != nil {
+		for i, b := range d.rxBufs {
+			if b != nil {
+				d.cache.Free(b)
+				d.rxBufs[i] = nil
+			}
+		}
+		for i, b := range d.txBufs {
+			if b != nil {
+				d.cache.Free(b)
+				d.txBufs[i] = nil
+			}
+		}
+		d.posted = 0
+		d.cache.Close()
+	}
+	if d.ownPool && d.p != nil {
+		if err := d.p.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return d.wrap("close", err)
+	}
+	return nil
+}

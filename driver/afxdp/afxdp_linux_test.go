@@ -1,0 +1,709 @@
+package afxdp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/lab"
+	"github.com/skbdev/skb/lab/labtest"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// TestMain fails the package on leaked buffers, file descriptors or
+// goroutines once the tests passed.
+func TestMain(m *testing.M) {
+	// The runtime's network poller opens its epoll and eventfd descriptors
+	// on first use: make that happen before counting.
+	if r, w, err := os.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
+	fds := fdCount()
+	goroutines := runtime.NumGoroutine()
+	code := m.Run()
+	if code == 0 {
+		if err := pool.CheckLeaks(); err != nil {
+			fmt.Fprintf(os.Stderr, "afxdp: buffers leaked after the tests passed:\n%v\n", err)
+			code = 1
+		}
+		// Goroutines of timers and finalizers end a little after the tests.
+		deadline := time.Now().Add(2 * time.Second)
+		for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > goroutines {
+			fmt.Fprintf(os.Stderr, "afxdp: %d goroutines leaked after the tests passed\n", n-goroutines)
+			code = 1
+		}
+		if n := fdCount(); n > fds {
+			fmt.Fprintf(os.Stderr, "afxdp: %d file descriptors leaked after the tests passed\n", n-fds)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func fdCount() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(ents)
+}
+
+// testPort is the UDP port the test frames are sent to.
+const testPort = 9000
+
+// openOn opens queue 0 of h's veth end inside h's namespace and closes it
+// when the test ends.
+func openOn(t testing.TB, h *lab.Host, cfg Config) *Device {
+	t.Helper()
+	var d *Device
+	if err := h.Do(func() (err error) { d, err = Open(h.Ifname, 0, cfg); return err }); err != nil {
+		t.Fatalf("open %s: %v", h.Ifname, err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil && !errors.Is(err, netdev.ErrClosed) {
+			t.Errorf("close %s: %v", h.Ifname, err)
+		}
+	})
+	return d
+}
+
+// frameTo describes a UDP frame from host src to host dst of the lab.
+func frameTo(src, dst *lab.Host) header.UDPFrame {
+	var f header.UDPFrame
+	copy(f.Source[:], src.MAC)
+	copy(f.Destination[:], dst.MAC)
+	f.SourceIP, f.DestinationIP = src.Addr, dst.Addr
+	f.SourcePort, f.DestinationPort = 12345, testPort
+	return f
+}
+
+// fill writes into the empty buffer b a frame f with payload bytes of
+// payload, the first four holding seq (big-endian), the rest a pattern
+// derived from seq.
+func fill(tb testing.TB, b *skb.Buff, f *header.UDPFrame, seq uint32, payload int) {
+	hl := f.HeaderLen()
+	p := b.Put(hl + payload)
+	binary.BigEndian.PutUint32(p[hl:], seq)
+	for i := 4; i < payload; i++ {
+		p[hl+i] = byte(seq) + byte(i)
+	}
+	if _, err := header.BuildUDP(p, f); err != nil {
+		tb.Fatalf("build frame: %v", err)
+	}
+}
+
+// parse returns the sequence number and payload length of a test frame, ok
+// false for anything else; it checks the payload pattern and the checksums.
+func parse(b *skb.Buff) (seq uint32, payload int, ok bool) { return parseFrame(b, true) }
+
+// parseFrame is parse, checking the UDP checksum only when l4sum is true: a
+// datagram the kernel sends through a veth with transmit checksumming on
+// leaves with only the pseudo-header sum in it (CHECKSUM_PARTIAL, never
+// finished on a virtual link), and XDP sees it that way.
+func parseFrame(b *skb.Buff, l4sum bool) (seq uint32, payload int, ok bool) {
+	data := b.Data()
+	fr, err := header.ParseFrame(data)
+	if err != nil || fr.Protocol != header.IPProtoUDP || fr.PayloadOffset == 0 {
+		return 0, 0, false
+	}
+	if header.UDP(data[fr.TransportOffset:]).DestinationPort() != testPort {
+		return 0, 0, false
+	}
+	if l4sum && fr.VerifyChecksum(data) != nil {
+		return 0, 0, false
+	}
+	pl := data[fr.PayloadOffset:fr.End]
+	if len(pl) < 4 {
+		return 0, 0, false
+	}
+	seq = binary.BigEndian.Uint32(pl)
+	for i := 4; i < len(pl); i++ {
+		if pl[i] != byte(seq)+byte(i) {
+			return 0, 0, false
+		}
+	}
+	return seq, len(pl), true
+}
+
+// receive polls d until it has n test frames or timeout passes, and returns
+// their sequence numbers in arrival order. check, if set, sees each buffer
+// before it is freed.
+func receive(t testing.TB, d *Device, n int, timeout time.Duration, check func(*skb.Buff)) []uint32 {
+	t.Helper()
+	return receiveFrames(t, d, n, timeout, true, check)
+}
+
+// receiveFrames is receive, checking the UDP checksum only when l4sum is
+// true (see parseFrame).
+func receiveFrames(t testing.TB, d *Device, n int, timeout time.Duration, l4sum bool, check func(*skb.Buff)) []uint32 {
+	t.Helper()
+	var seqs []uint32
+	h := func(b *skb.Buff) {
+		if check != nil {
+			check(b)
+		}
+		if s, _, ok := parseFrame(b, l4sum); ok {
+			seqs = append(seqs, s)
+		}
+		d.Cache().Free(b)
+	}
+	deadline := time.Now().Add(timeout)
+	for len(seqs) < n && time.Now().Before(deadline) {
+		if _, err := d.Poll(64, h); err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		if err := d.Wait(20 * time.Millisecond); err != nil && !errors.Is(err, netdev.ErrTimeout) {
+			t.Fatalf("wait: %v", err)
+		}
+	}
+	return seqs
+}
+
+// xdpAttached reports whether an XDP program is attached to h's veth end,
+// as netlink (IFLA_XDP) says.
+func xdpAttached(t testing.TB, h *lab.Host) bool {
+	t.Helper()
+	var attached bool
+	err := h.Do(func() error {
+		l, err := netlink.LinkByName(h.Ifname)
+		if err != nil {
+			return err
+		}
+		x := l.Attrs().Xdp
+		attached = x != nil && (x.Attached || x.ProgId != 0)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("netlink: %v", err)
+	}
+	return attached
+}
+
+func wantInOrder(t testing.TB, seqs []uint32, n int) {
+	t.Helper()
+	if len(seqs) != n {
+		t.Fatalf("received %d frames, want %d", len(seqs), n)
+	}
+	for i, s := range seqs {
+		if s != uint32(i) {
+			t.Fatalf("frame %d carries seq %d: reordered, lost or duplicated (%v)", i, s, seqs)
+		}
+	}
+}
+
+func TestModesAndDetach(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	tests := []struct {
+		name   string
+		cfg    Config
+		attach AttachMode
+	}{
+		{"auto", Config{}, AttachNative},
+		{"native", Config{Attach: AttachNative, Bind: BindCopy}, AttachNative},
+		{"generic", Config{Attach: AttachGeneric}, AttachGeneric},
+		{"txonly", Config{TxOnly: true}, AttachNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := openOn(t, &l.B, tt.cfg)
+			m := d.Mode()
+			t.Logf("%s: %v (zero-copy refused: %v)", l.B.Ifname, m, m.ZeroCopyErr)
+			if m.Attach != tt.attach || m.Bind != BindCopy {
+				t.Errorf("mode %v, want xdp %v, bind copy (veth has no zero-copy)", m, tt.attach)
+			}
+			if tt.cfg.Bind == BindAuto && !errors.Is(m.ZeroCopyErr, unix.EOPNOTSUPP) {
+				t.Errorf("zero-copy refusal %v, want EOPNOTSUPP from veth", m.ZeroCopyErr)
+			}
+			if got, want := xdpAttached(t, &l.B), tt.attach != AttachNone; got != want {
+				t.Errorf("program attached %v while open, want %v", got, want)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			if xdpAttached(t, &l.B) {
+				t.Errorf("a program stays attached after Close")
+			}
+			if err := d.Close(); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("second close: %v, want net.ErrClosed", err)
+			}
+		})
+	}
+}
+
+func TestOpenFailureReleasesAll(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	notAFXDP := pool.Class{Size: 2048, Max: 64}
+	p, err := pool.New(pool.Config{Classes: []pool.Class{notAFXDP}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	tests := []struct {
+		name   string
+		h      *lab.Host
+		ifname string
+		queue  int
+		cfg    Config
+		want   error
+		prefix string
+	}{
+		{"queue the veth lacks", &l.B, l.B.Ifname, 7, Config{}, unix.EINVAL, "afxdp: bind auto " + l.B.Ifname + " queue 7: "},
+		{"zero-copy on veth", &l.B, l.B.Ifname, 0, Config{Bind: BindZeroCopy}, unix.EOPNOTSUPP, "afxdp: bind zerocopy " + l.B.Ifname + " queue 0: "},
+		{"native on loopback", &l.B, "lo", 0, Config{Attach: AttachNative}, nil, "afxdp: xdp lo queue 0: "},
+		{"no interface", &l.B, "nosuch0", 0, Config{}, nil, "afxdp: open nosuch0 queue 0: "},
+		{"pool without umem", &l.B, l.B.Ifname, 0, Config{Config: netdev.Config{Pool: p}}, ErrNoUMEM, ""},
+		{"frame size", &l.B, l.B.Ifname, 0, Config{FrameSize: 1000}, ErrConfig, ""},
+		{"ring size", &l.B, l.B.Ifname, 0, Config{RingSize: 1000}, ErrConfig, ""},
+		{"too few frames", &l.B, l.B.Ifname, 0, Config{Frames: 100}, ErrConfig, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := fdCount()
+			var d *Device
+			err := tt.h.Do(func() (err error) { d, err = Open(tt.ifname, tt.queue, tt.cfg); return err })
+			if err == nil {
+				d.Close()
+				t.Fatalf("Open succeeded")
+			}
+			t.Logf("%v", err)
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("error %v, want one wrapping %v", err, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), tt.prefix) {
+				t.Errorf("error %q, want it to start %q", err, tt.prefix)
+			}
+			if after := fdCount(); after != before {
+				t.Errorf("%d file descriptors before Open, %d after it failed", before, after)
+			}
+			if xdpAttached(t, &l.B) {
+				t.Errorf("a program stays attached after the failed Open")
+			}
+		})
+	}
+}
+
+func TestRebindRightAfterClose(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	for i := range 3 {
+		d := openOn(t, &l.B, Config{})
+		if err := d.Close(); err != nil {
+			t.Fatalf("close %d: %v", i, err)
+		}
+	}
+}
+
+// TestToKernel sends frames from AF_XDP in A to a plain UDP socket in B:
+// zero-copy from UMEM frames, copied from the pool's small class, and copied
+// from another pool.
+func TestToKernel(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	var conn *net.UDPConn
+	if err := l.B.Do(func() (err error) {
+		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: l.B.Addr.AsSlice(), Port: testPort})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	other, err := pool.New(pool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := other.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	tx := openOn(t, &l.A, Config{TxOnly: true})
+	f := frameTo(&l.A, &l.B)
+	const n = 96
+	got := make(chan []uint32, 1)
+	go func() {
+		var seqs []uint32
+		buf := make([]byte, 2048)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for len(seqs) < n {
+			k, err := conn.Read(buf)
+			if err != nil {
+				break
+			}
+			if k >= 4 {
+				seqs = append(seqs, binary.BigEndian.Uint32(buf))
+			}
+		}
+		got <- seqs
+	}()
+	for i := range n {
+		var b *skb.Buff
+		var err error
+		payload := 18 + i*10
+		switch i % 3 {
+		case 0:
+			b, err = tx.Alloc(f.HeaderLen() + payload)
+		case 1:
+			// Small enough for the pool's copybreak class: copied.
+			payload = 18 + i
+			b, err = tx.Cache().Alloc(f.HeaderLen() + payload)
+		case 2:
+			b, err = other.Alloc(f.HeaderLen() + payload)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill(t, b, &f, uint32(i), payload)
+		if err := tx.Xmit(b, i%8 != 7); err != nil {
+			t.Fatalf("xmit %d: %v", i, err)
+		}
+	}
+	wantInOrder(t, <-got, n)
+	st := tx.Stats()
+	xs, err := tx.XDPStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TxPackets != n || st.TxDoorbells != n/8 || xs.TxCopied != 2*n/3 {
+		t.Errorf("tx_packets %d tx_doorbells %d copied %d, want %d, %d, %d", st.TxPackets, st.TxDoorbells, xs.TxCopied, n, n/8, 2*n/3)
+	}
+}
+
+// TestFromKernel sends datagrams from a UDP socket in A to AF_XDP in B and
+// checks the frames and their buffers: UMEM frames with the XDP headroom, or
+// copybreak copies.
+func TestFromKernel(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	tests := []struct {
+		name      string
+		cfg       Config
+		headroom  int
+		copybreak bool
+	}{
+		{"default", Config{}, XDPHeadroom, true},
+		{"copybreak off", Config{Config: netdev.Config{Copybreak: netdev.CopybreakOff}}, XDPHeadroom, false},
+		{"headroom 512", Config{Config: netdev.Config{Headroom: 512, Copybreak: netdev.CopybreakOff}}, 512, false},
+		{"4096-byte frames", Config{FrameSize: 4096, Config: netdev.Config{Copybreak: netdev.CopybreakOff}}, XDPHeadroom, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rx := openOn(t, &l.B, tt.cfg)
+			var conn *net.UDPConn
+			if err := l.A.Do(func() (err error) {
+				conn, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: l.B.Addr.AsSlice(), Port: testPort})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			const n = 64
+			buf := make([]byte, 1400)
+			for i := range n {
+				size := 64 + i*20
+				binary.BigEndian.PutUint32(buf, uint32(i))
+				for j := 4; j < size; j++ {
+					buf[j] = byte(i) + byte(j)
+				}
+				if _, err := conn.Write(buf[:size]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bad := 0
+			seqs := receiveFrames(t, rx, n, 3*time.Second, false, func(b *skb.Buff) {
+				_, payload, ok := parseFrame(b, false)
+				if !ok {
+					return
+				}
+				copied := payload+42 < 256
+				umem := rx.Pool().Owns(b) && b.End() == rx.FrameSize()
+				if tt.copybreak && copied == umem || !tt.copybreak && !umem ||
+					b.Headroom() != tt.headroom || b.Protocol() != header.EtherTypeIPv4 || b.MacOffset() != 0 {
+					if bad++; bad < 4 {
+						t.Errorf("frame of %d: in a UMEM frame %v, headroom %d, protocol %#x, mac offset %d",
+							b.Len(), umem, b.Headroom(), b.Protocol(), b.MacOffset())
+					}
+				}
+			})
+			wantInOrder(t, seqs, n)
+			st := rx.Stats()
+			if st.RxPackets != n || tt.copybreak != (st.RxCopybreak > 0) {
+				t.Errorf("rx_packets %d rx_copybreak %d", st.RxPackets, st.RxCopybreak)
+			}
+		})
+	}
+}
+
+// TestBetweenDevices sends from AF_XDP in A to AF_XDP in B in bursts of 1
+// and 64, then echoes frames back from B to A without a copy.
+func TestBetweenDevices(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	a := openOn(t, &l.A, Config{})
+	b := openOn(t, &l.B, Config{Config: netdev.Config{Copybreak: netdev.CopybreakOff}})
+	f := frameTo(&l.A, &l.B)
+	for _, burst := range []int{1, 64} {
+		t.Run(fmt.Sprintf("burst %d", burst), func(t *testing.T) {
+			const n = 256
+			st0 := a.Stats()
+			seq := 0
+			var seqs []uint32
+			for seq < n {
+				for i := range burst {
+					buf, err := a.Alloc(0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fill(t, buf, &f, uint32(seq), 18+seq%1000)
+					seq++
+					if err := a.Xmit(buf, i != burst-1); err != nil {
+						t.Fatalf("xmit: %v", err)
+					}
+				}
+				// Receive as we go: a veth queue holds 256 frames.
+				seqs = append(seqs, receive(t, b, burst, time.Second, nil)...)
+			}
+			wantInOrder(t, seqs, n)
+			d := a.Stats().Sub(st0)
+			if d.TxPackets != n || d.TxDoorbells != uint64(n/burst) {
+				t.Errorf("tx_packets %d tx_doorbells %d, want %d and %d", d.TxPackets, d.TxDoorbells, n, n/burst)
+			}
+		})
+	}
+	t.Run("echo", func(t *testing.T) {
+		const n = 64
+		for i := range n {
+			buf, err := a.Alloc(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fill(t, buf, &f, uint32(i), 100)
+			if err := a.Xmit(buf, i != n-1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// B turns each frame around in place and sends it from where it lies.
+		echoed := 0
+		deadline := time.Now().Add(2 * time.Second)
+		for echoed < n && time.Now().Before(deadline) {
+			b.Wait(10 * time.Millisecond)
+			b.Poll(64, func(buf *skb.Buff) {
+				eth := header.Ethernet(buf.Data())
+				src, dst := eth.Source(), eth.Destination()
+				eth.SetSource(dst)
+				eth.SetDestination(src)
+				if err := b.Xmit(buf, true); err != nil {
+					t.Errorf("echo: %v", err)
+				}
+				echoed++
+			})
+			b.Flush()
+		}
+		seqs := receive(t, a, n, 2*time.Second, nil)
+		wantInOrder(t, seqs, n)
+		if xs, _ := b.XDPStats(); xs.TxCopied != 0 {
+			t.Errorf("echo copied %d frames, want none", xs.TxCopied)
+		}
+	})
+}
+
+func TestXmitRejects(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	tx := openOn(t, &l.A, Config{TxOnly: true})
+	short, _ := tx.Alloc(0)
+	short.Put(10)
+	if err := tx.Xmit(short, false); !errors.Is(err, ErrShortFrame) {
+		t.Errorf("10-byte frame: %v, want ErrShortFrame", err)
+	}
+	long, _ := tx.Alloc(0)
+	long.Put(tx.MTU() + 19)
+	if err := tx.Xmit(long, false); !errors.Is(err, netdev.ErrTooBig) {
+		t.Errorf("frame of MTU+19 bytes: %v, want ErrTooBig", err)
+	}
+	st := tx.Stats()
+	if st.TxDropped[netdev.DropMalformed] != 1 || st.TxDropped[netdev.DropTooBig] != 1 || st.TxPackets != 0 {
+		t.Errorf("counters %+v", st)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	d := openOn(t, &l.B, Config{})
+	other, err := pool.New(pool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := other.Close(); err != nil {
+			t.Errorf("Xmit after Close did not free the buffer: %v", err)
+		}
+	}()
+	b, err := other.Alloc(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"xmit":  d.Xmit(b, false),
+		"flush": d.Flush(),
+		"wait":  d.Wait(time.Millisecond),
+		"close": d.Close(),
+	} {
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("%s after close: %v, want net.ErrClosed", name, err)
+		}
+	}
+	if _, err := d.Poll(64, func(*skb.Buff) {}); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("poll after close: %v", err)
+	}
+	if d.TxAvail() != 0 {
+		t.Errorf("tx avail %d after close", d.TxAvail())
+	}
+}
+
+// TestCloseWithBufferHeld checks that Close reports a buffer of the
+// device's own pool that the application still holds.
+func TestCloseWithBufferHeld(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	d := openOn(t, &l.B, Config{})
+	b, err := d.Alloc(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); !errors.Is(err, pool.ErrLeak) {
+		t.Errorf("close with a buffer of the device's pool held: %v, want pool.ErrLeak", err)
+	}
+	b.Free()
+}
+
+// TestWaitHonoursClose closes the device from another goroutine while Wait
+// blocks, for each policy, and checks Wait's timeout.
+func TestWaitHonoursClose(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	for _, w := range []WaitPolicy{WaitSleep, WaitSpin, WaitPoll} {
+		t.Run(w.String(), func(t *testing.T) {
+			d := openOn(t, &l.B, Config{Wait: w})
+			start := time.Now()
+			if err := d.Wait(30 * time.Millisecond); !errors.Is(err, netdev.ErrTimeout) {
+				t.Errorf("wait on an idle link: %v, want ErrTimeout", err)
+			}
+			if el := time.Since(start); el < 30*time.Millisecond || el > time.Second {
+				t.Errorf("wait of 30ms took %v", el)
+			}
+			done := make(chan error, 1)
+			go func() { done <- d.Wait(-1) }()
+			time.Sleep(20 * time.Millisecond)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := d.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, netdev.ErrClosed) {
+					t.Errorf("wait: %v, want ErrClosed", err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatalf("Wait still blocked 2s after Close")
+			}
+			wg.Wait()
+			if xdpAttached(t, &l.B) {
+				t.Errorf("a program stays attached after Close")
+			}
+		})
+	}
+}
+
+// TestZeroAllocs checks that steady-state transmit, completion, receive and
+// refill allocate nothing on the Go heap.
+func TestZeroAllocs(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	tx := openOn(t, &l.A, Config{TxOnly: true})
+	rx := openOn(t, &l.B, Config{Config: netdev.Config{Copybreak: netdev.CopybreakOff}})
+	f := frameTo(&l.A, &l.B)
+	tmpl := make([]byte, f.HeaderLen()+64)
+	if _, err := header.BuildUDP(tmpl, &f); err != nil {
+		t.Fatal(err)
+	}
+	c := rx.Cache()
+	got := 0
+	h := func(b *skb.Buff) { got++; c.Free(b) }
+	round := func() {
+		for i := range 32 {
+			b, err := tx.Alloc(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(b.Put(len(tmpl)), tmpl)
+			tx.Xmit(b, i != 31)
+		}
+		for range 100 {
+			if n, _ := rx.Poll(64, h); n == 0 {
+				break
+			}
+		}
+	}
+	round()
+	if a := testing.AllocsPerRun(50, round); a != 0 {
+		t.Errorf("%v allocations per round of 32 frames", a)
+	}
+	if got == 0 {
+		t.Errorf("no frame received")
+	}
+}
+
+// BenchmarkXmit measures transmit only from A (nothing listens in B: the
+// kernel drops the datagrams), one doorbell per frame against one per 64.
+func BenchmarkXmit(b *testing.B) {
+	l := labtest.New(b, lab.Options{})
+	tx := openOn(b, &l.A, Config{TxOnly: true})
+	f := frameTo(&l.A, &l.B)
+	for _, burst := range []int{1, 64} {
+		for _, size := range []int{64, 512, 1500} {
+			b.Run(fmt.Sprintf("burst=%d/frame=%d", burst, size), func(b *testing.B) {
+				payload := size - f.HeaderLen()
+				tmpl := make([]byte, size)
+				if _, err := header.BuildUDP(tmpl, &f); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.SetBytes(int64(size))
+				st0 := tx.Stats()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					buf, err := tx.Alloc(size)
+					if err != nil {
+						tx.Flush()
+						continue
+					}
+					p := buf.Put(size)
+					copy(p, tmpl)
+					binary.BigEndian.PutUint32(p[size-payload:], uint32(i))
+					tx.Xmit(buf, (i+1)%burst != 0 && i != b.N-1)
+				}
+				tx.Flush()
+				el := time.Since(start)
+				st := tx.Stats().Sub(st0)
+				b.ReportMetric(float64(st.TxPackets)/el.Seconds(), "pps")
+				b.ReportMetric(float64(st.TxDroppedTotal()), "dropped")
+			})
+		}
+	}
+}
