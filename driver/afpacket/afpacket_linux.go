@@ -499,7 +499,8 @@ func (d *Device) kernelStats() {
 // queued (counted tx_dropped_closed), unmaps the rings, closes the socket and
 // the cache, and closes the pool when the device made it (an error wrapping
 // pool.ErrLeak then means received buffers were not freed). Safe for
-// concurrent use; later calls return an error matching net.ErrClosed.
+// concurrent use, but not from Poll's handler, which Close would wait for;
+// later calls return an error matching net.ErrClosed.
 func (d *Device) Close() error {
 	d.closeMu.Lock()
 	defer d.closeMu.Unlock()
@@ -508,8 +509,14 @@ func (d *Device) Close() error {
 	}
 	d.closed = true
 	d.state.Or(1)
-	for d.state.Load() != 1 {
-		runtime.Gosched()
+	for spin := 0; d.state.Load() != 1; spin++ {
+		// The owner is inside a call (Poll runs its handler): it returns
+		// soon, and cannot start another.
+		if spin < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(50 * time.Microsecond)
+		}
 	}
 	d.kernelStats()
 	// The owner is out and stays out: drop what it queued.
