@@ -47,29 +47,32 @@ const bindBusyWait = time.Second
 // goroutine.
 type Device struct {
 	// Set by Open, then read-only.
-	ifname     string
-	ifindex    int
-	queue      int
-	mtu        int
-	mac        net.HardwareAddr
-	cfg        Config
-	mode       Mode
-	p          *pool.Pool
-	ownPool    bool
-	cache      *pool.Cache
-	umem       *pool.Arena
-	frameSize  int
-	shift      uint   // log2(frameSize)
-	nframes    uint64 // frames in the UMEM
-	rxOff      int    // offset of received data in a frame: XDPHeadroom + UMEM headroom
-	allocSize  int    // Cache.Alloc size that yields a UMEM frame
-	maxLen     int    // longest frame Xmit takes
-	copybreak  int    // effective threshold, 0 off
-	batch      uint32 // frames Xmit queues before ringing itself
-	needWakeup bool
-	sock       *xsk.Socket
-	xdp        *xdpProgram
-	wakeFD     int // eventfd that Close writes to wake a WaitPoll
+	ifname       string
+	ifindex      int
+	queue        int
+	mtu          int
+	mac          net.HardwareAddr
+	cfg          Config
+	mode         Mode
+	p            *pool.Pool  // the pool whose contiguous class is the UMEM
+	ownPool      bool        // p was made by Open and is closed by Close
+	cache        *pool.Cache // p's cache: UMEM frames come from it and go back to it
+	up           *pool.Pool  // the application's pool: p, or Config.Pool when it has no UMEM class
+	uc           *pool.Cache // up's cache, handed out by Cache: cache when up is p
+	umem         *pool.Arena
+	frameSize    int
+	shift        uint   // log2(frameSize)
+	nframes      uint64 // frames in the UMEM
+	rxOff        int    // offset of received data in a frame: XDPHeadroom + UMEM headroom
+	allocSize    int    // Cache.Alloc size that yields a UMEM frame
+	maxLen       int    // longest frame Xmit takes
+	copybreak    int    // effective threshold, 0 off
+	copyHeadroom int    // headroom of the copies of a private UMEM's frames
+	batch        uint32 // frames Xmit queues before ringing itself
+	needWakeup   bool
+	sock         *xsk.Socket
+	xdp          *xdpProgram
+	wakeFD       int // eventfd that Close writes to wake a WaitPoll
 
 	// The owner goroutine's state.
 	rxBufs    []*skb.Buff // by frame index: buffers posted to the fill ring
@@ -106,7 +109,7 @@ type Device struct {
 // it (native first). It runs in the calling thread's network namespace: call
 // it inside the namespace (lab.Host.Do). The caller must Close the device.
 //
-// Errors wrap ErrConfig, ErrNoUMEM, or the kernel's errno
+// Errors wrap ErrConfig or the kernel's errno
 // ("afxdp: bind veth0 queue 0: device or resource busy"); on error everything
 // Open made is released, the program detached and the socket closed.
 func Open(ifname string, queue int, cfg Config) (*Device, error) {
@@ -142,6 +145,10 @@ func (d *Device) open() error {
 		return err
 	}
 	d.cache = d.p.NewCache()
+	d.uc = d.cache
+	if d.up != d.p {
+		d.uc = d.up.NewCache()
+	}
 	d.rxBufs = make([]*skb.Buff, d.nframes)
 	d.txBufs = make([]*skb.Buff, d.nframes)
 	d.errNoBuf = d.wrap("xmit", pool.ErrExhausted)
@@ -202,77 +209,97 @@ func (d *Device) open() error {
 	return nil
 }
 
-// setupPool makes the pool (or checks the one given) and derives the frame
-// geometry from it.
+// setupPool makes or takes the pools and derives the frame geometry: the
+// UMEM is Config.Pool's contiguous class when it has one of the frame size,
+// else a pool of the driver's own; in that last case received frames are
+// copied into Config.Pool.
 func (d *Device) setupPool() error {
 	c := &d.cfg
 	want := c.HeadroomBytes()
-	if c.Pool == nil {
-		fs := c.FrameSize
-		if fs == 0 {
-			fs = DefaultFrameSize
+	if c.Pool != nil {
+		d.up = c.Pool
+		if ci := umemClass(c.Pool, c.FrameSize); ci >= 0 {
+			d.p = c.Pool
+			return d.setupGeometry(ci)
 		}
-		rxOff := max(want, XDPHeadroom)
-		if rxOff+ethHeaderLen > fs {
-			return d.wrap("open", fmt.Errorf("%w: headroom %d leaves no room in a frame of %d", ErrConfig, want, fs))
-		}
-		classes := []pool.Class{{Size: fs, Max: c.Frames, Contiguous: true}}
+		d.mode.PrivateUMEM = true
+	}
+	fs := c.FrameSize
+	if fs == 0 {
+		fs = DefaultFrameSize
+	}
+	if c.Frames < c.RingSize {
+		return d.wrap("open", fmt.Errorf("%w: %d frames cannot fill a fill ring of %d", ErrConfig, c.Frames, c.RingSize))
+	}
+	rxOff := max(want, XDPHeadroom)
+	if rxOff+ethHeaderLen > fs {
+		return d.wrap("open", fmt.Errorf("%w: headroom %d leaves no room in a frame of %d", ErrConfig, want, fs))
+	}
+	classes := []pool.Class{{Size: fs, Max: c.Frames, Contiguous: true}}
+	if thr := c.CopybreakThreshold(); thr > 0 && d.up == nil {
 		// A class for copybreak copies: the packet behind the same headroom.
-		if thr := c.CopybreakThreshold(); thr > 0 {
-			small := pool.SmallSize
-			for small < rxOff+thr {
-				small *= 2
-			}
-			if small < fs {
-				classes = append(classes, pool.Class{Size: small})
-			}
+		small := pool.SmallSize
+		for small < rxOff+thr {
+			small *= 2
 		}
-		p, err := pool.New(pool.Config{
-			Classes:  classes,
-			Headroom: rxOff,
-			Populate: true,
-			Name:     "afxdp " + d.ifname,
-		})
-		if err != nil {
-			return d.wrap("open", err)
+		if small < fs {
+			classes = append(classes, pool.Class{Size: small})
 		}
-		d.p, d.ownPool = p, true
-	} else {
-		d.p = c.Pool
 	}
+	name := "afxdp " + d.ifname
+	if d.up != nil {
+		name += " private umem"
+	}
+	p, err := pool.New(pool.Config{Classes: classes, Headroom: rxOff, Populate: true, Name: name})
+	if err != nil {
+		return d.wrap("open", err)
+	}
+	d.p, d.ownPool = p, true
+	if d.up == nil {
+		d.up = p
+	}
+	return d.setupGeometry(umemClass(p, fs))
+}
+
+// umemClass returns the index of p's contiguous class of frameSize bytes
+// (2048 or 4096 when frameSize is 0), or -1.
+func umemClass(p *pool.Pool, frameSize int) int {
+	for i, cl := range p.Classes() {
+		ok := cl.Size == frameSize || frameSize == 0 && (cl.Size == 2048 || cl.Size == 4096)
+		if cl.Contiguous && ok && p.Arena(i) != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// setupGeometry derives the frame geometry from class ci of the UMEM pool.
+func (d *Device) setupGeometry(ci int) error {
+	c := &d.cfg
 	classes := d.p.Classes()
-	ci := -1
-	for i, cl := range classes {
-		ok := cl.Size == c.FrameSize || c.FrameSize == 0 && (cl.Size == 2048 || cl.Size == 4096)
-		if cl.Contiguous && ok {
-			ci = i
-			break
-		}
-	}
-	if ci < 0 {
-		return d.wrap("open", ErrNoUMEM)
-	}
 	d.umem = d.p.Arena(ci)
-	if d.umem == nil {
-		return d.wrap("open", ErrNoUMEM)
-	}
 	d.frameSize = classes[ci].Size
 	d.shift = uint(bits.TrailingZeros(uint(d.frameSize)))
 	d.nframes = uint64(len(d.umem.Bytes()) / d.frameSize)
 	hr := d.p.Headroom()
+	want := c.HeadroomBytes()
 	d.rxOff = max(want, hr, XDPHeadroom)
 	if d.rxOff+ethHeaderLen > d.frameSize {
 		return d.wrap("open", fmt.Errorf("%w: headroom %d leaves no room in a frame of %d", ErrConfig, d.rxOff, d.frameSize))
 	}
 	d.allocSize = d.frameSize - hr
 	d.maxLen = min(d.mtu+ethHeaderLen+vlanTagLen, d.allocSize)
-	// Copybreak copies go to the largest class below the UMEM frame; none,
-	// and a copy would take another UMEM frame: off.
-	if thr := c.CopybreakThreshold(); thr > 0 && ci > 0 {
-		d.copybreak = min(thr, classes[ci-1].Size-hr+1)
-		if d.copybreak < 0 {
-			d.copybreak = 0
-		}
+	thr := c.CopybreakThreshold()
+	switch {
+	case d.mode.PrivateUMEM:
+		// Every frame is copied; those under the threshold are the
+		// copybreak copies (right-sized, as every copy is).
+		d.copybreak = thr
+		d.copyHeadroom = max(want, d.up.Headroom())
+	case thr > 0 && ci > 0:
+		// Copybreak copies go to the largest class below the UMEM frame;
+		// with none, a copy would take another UMEM frame: off.
+		d.copybreak = max(0, min(thr, classes[ci-1].Size-hr+1))
 	}
 	d.batch = uint32(c.BatchSize())
 	if d.batch > uint32(c.RingSize) {
@@ -358,24 +385,26 @@ func (d *Device) MTU() int { return d.mtu }
 // use.
 func (d *Device) Mode() Mode { return d.mode }
 
-// Pool returns the pool whose contiguous class is the UMEM. A pool the
-// driver made is closed by Close.
-func (d *Device) Pool() *pool.Pool { return d.p }
+// Pool returns the pool the device's buffers come from: Config.Pool, or the
+// pool Open made (whose contiguous class is the UMEM), which Close closes.
+func (d *Device) Pool() *pool.Pool { return d.up }
 
 // FrameSize returns the UMEM frame size in bytes.
 func (d *Device) FrameSize() int { return d.frameSize }
 
-// Cache returns the pool cache of the device's goroutine: the driver takes
-// receive frames from it and frees transmitted buffers into it.
-func (d *Device) Cache() *pool.Cache { return d.cache }
+// Cache returns the pool cache of the device's goroutine, a cache of Pool:
+// the driver takes receive frames from it and frees transmitted buffers into
+// it.
+func (d *Device) Cache() *pool.Cache { return d.uc }
 
 // Alloc returns an empty buffer in a UMEM frame, with the pool's headroom and
 // at least size bytes of tailroom, which Xmit sends without copying. A
 // buffer from Cache().Alloc of a size that fits a smaller class of the pool
 // (the copybreak class of a pool the driver made) is copied at Xmit instead.
-// The caller owns the returned buffer and must Free it or pass it on to a
-// function that takes ownership. It returns ErrTooBig (pool's) when size does
-// not fit a frame, pool.ErrExhausted, or netdev.ErrClosed.
+// With a private UMEM (Mode.PrivateUMEM) it is Cache().Alloc(size): every
+// frame is copied. The caller owns the returned buffer and must Free it or
+// pass it on to a function that takes ownership. It returns skb.ErrTooBig
+// when size does not fit a frame, pool.ErrExhausted, or netdev.ErrClosed.
 func (d *Device) Alloc(size int) (*skb.Buff, error) {
 	if size > d.allocSize {
 		return nil, skb.ErrTooBig
@@ -384,6 +413,9 @@ func (d *Device) Alloc(size int) (*skb.Buff, error) {
 		return nil, netdev.ErrClosed
 	}
 	defer d.exit()
+	if d.mode.PrivateUMEM {
+		return d.uc.Alloc(size)
+	}
 	b, err := d.cache.Alloc(d.allocSize)
 	if err != nil {
 		d.reap()
@@ -431,7 +463,7 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	defer d.exit()
 	n := b.Len()
 	if n < ethHeaderLen || n > d.maxLen {
-		d.cache.Free(b)
+		d.uc.Free(b)
 		if n < ethHeaderLen {
 			d.ctr.TxDrop(netdev.DropMalformed, 1)
 			return d.endBatch(more, ErrShortFrame)
@@ -444,7 +476,7 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 		d.ctr.TxRingFull()
 		err := d.doorbell()
 		if tx.Free(1) == 0 {
-			d.cache.Free(b)
+			d.uc.Free(b)
 			d.ctr.TxDrop(netdev.DropRingFull, 1)
 			if err != nil {
 				return err
@@ -461,13 +493,13 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 		if err != nil {
 			d.reap()
 			if f, err = d.cache.Alloc(d.allocSize); err != nil {
-				d.cache.Free(b)
+				d.uc.Free(b)
 				d.ctr.TxDrop(netdev.DropNoBuffer, 1)
 				return d.endBatch(more, d.errNoBuf)
 			}
 		}
 		b.CopyBits(0, f.Put(n))
-		d.cache.Free(b)
+		d.uc.Free(b)
 		d.txCopied.Add(1)
 		d.txBufs[f.HeadAddr()>>d.shift] = f
 		addr = f.HeadAddr() + uint64(f.Headroom())
@@ -484,11 +516,11 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	return nil
 }
 
-// endBatch rings the doorbell for what is queued when the caller's batch
-// ends (more false) after a dropped frame, so nothing queued is stranded,
-// and returns err (the drop's error takes precedence).
+// endBatch rings the doorbell for what is queued after a dropped frame, so
+// that nothing queued is stranded whatever more says, and returns err (the
+// drop's error takes precedence).
 func (d *Device) endBatch(more bool, err error) error {
-	if !more && d.txQueued > 0 {
+	if d.txQueued > 0 {
 		d.doorbell()
 	}
 	return err
@@ -658,8 +690,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	got := 0
 	for k := range n {
 		desc := rx.Descs[rx.Index(k)]
-		if b := d.takeRx(desc.Addr, int(desc.Len)); b != nil {
-			d.deliver(b, h)
+		if b := d.takeRx(desc.Addr, int(desc.Len)); b != nil && d.deliver(b, h) {
 			got++
 		}
 	}
@@ -697,10 +728,24 @@ func (d *Device) takeRx(addr uint64, n int) *skb.Buff {
 	return b
 }
 
-// deliver applies copybreak to b and hands it to h.
-func (d *Device) deliver(b *skb.Buff, h netdev.Handler) {
+// deliver hands b to h: as it is, as a copybreak copy, or, with a private
+// UMEM, as a copy in the application's pool. It reports false when no buffer
+// was left for the copy (counted as rx_dropped_nobuf).
+func (d *Device) deliver(b *skb.Buff, h netdev.Handler) bool {
 	n := b.Len()
-	if n < d.copybreak {
+	switch {
+	case d.mode.PrivateUMEM:
+		c, err := b.CopyExpand(d.uc, d.copyHeadroom, 0)
+		d.cache.Free(b)
+		if err != nil {
+			d.ctr.RxDrop(netdev.DropNoBuffer, 1)
+			return false
+		}
+		b = c
+		if n < d.copybreak {
+			d.ctr.RxCopybreak()
+		}
+	case n < d.copybreak:
 		if small := netdev.Copybreak(d.cache, b, d.copybreak); small != nil {
 			d.cache.Free(b)
 			b = small
@@ -709,6 +754,7 @@ func (d *Device) deliver(b *skb.Buff, h netdev.Handler) {
 	}
 	d.ctr.RxPacket(n)
 	h(b)
+	return true
 }
 
 // Wait blocks until the rx ring holds a frame (nil), timeout passes
@@ -911,6 +957,9 @@ func (d *Device) release() error {
 			}
 		}
 		d.posted = 0
+		if d.uc != d.cache {
+			d.uc.Close()
+		}
 		d.cache.Close()
 	}
 	if d.ownPool && d.p != nil {

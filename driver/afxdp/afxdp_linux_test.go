@@ -249,12 +249,6 @@ func TestModesAndDetach(t *testing.T) {
 
 func TestOpenFailureReleasesAll(t *testing.T) {
 	l := labtest.New(t, lab.Options{})
-	notAFXDP := pool.Class{Size: 2048, Max: 64}
-	p, err := pool.New(pool.Config{Classes: []pool.Class{notAFXDP}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
 	tests := []struct {
 		name   string
 		h      *lab.Host
@@ -268,7 +262,7 @@ func TestOpenFailureReleasesAll(t *testing.T) {
 		{"zero-copy on veth", &l.B, l.B.Ifname, 0, Config{Bind: BindZeroCopy}, unix.EOPNOTSUPP, "afxdp: bind zerocopy " + l.B.Ifname + " queue 0: "},
 		{"native on loopback", &l.B, "lo", 0, Config{Attach: AttachNative}, nil, "afxdp: xdp lo queue 0: "},
 		{"no interface", &l.B, "nosuch0", 0, Config{}, nil, "afxdp: open nosuch0 queue 0: "},
-		{"pool without umem", &l.B, l.B.Ifname, 0, Config{Config: netdev.Config{Pool: p}}, ErrNoUMEM, ""},
+		{"headroom past the frame", &l.B, l.B.Ifname, 0, Config{Config: netdev.Config{Headroom: 2048}}, ErrConfig, ""},
 		{"frame size", &l.B, l.B.Ifname, 0, Config{FrameSize: 1000}, ErrConfig, ""},
 		{"ring size", &l.B, l.B.Ifname, 0, Config{RingSize: 1000}, ErrConfig, ""},
 		{"too few frames", &l.B, l.B.Ifname, 0, Config{Frames: 100}, ErrConfig, ""},
@@ -517,6 +511,55 @@ func TestBetweenDevices(t *testing.T) {
 			t.Errorf("echo copied %d frames, want none", xs.TxCopied)
 		}
 	})
+}
+
+// TestPrivateUMEM runs both directions on a pool without a contiguous
+// class: the driver's own UMEM, every frame copied to and from the pool.
+func TestPrivateUMEM(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	p, err := pool.New(pool.Config{Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Config: netdev.Config{Pool: p, Headroom: 200}}
+	a := openOn(t, &l.A, cfg)
+	b := openOn(t, &l.B, cfg)
+	if !a.Mode().PrivateUMEM || !strings.HasSuffix(a.Mode().String(), ", private umem") {
+		t.Errorf("mode %v, want a private umem", a.Mode())
+	}
+	f := frameTo(&l.A, &l.B)
+	const n = 64
+	for i := range n {
+		buf, err := a.Cache().Alloc(f.HeaderLen() + 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill(t, buf, &f, uint32(i), 4+i*15)
+		if err := a.Xmit(buf, i != n-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := 0
+	seqs := receive(t, b, n, 2*time.Second, func(buf *skb.Buff) {
+		if buf.DataHome() != p || buf.Headroom() < 200 {
+			bad++
+		}
+	})
+	wantInOrder(t, seqs, n)
+	if bad > 0 {
+		t.Errorf("%d received buffers not in the pool given, or with less than 200 bytes of headroom", bad)
+	}
+	if xs, _ := a.XDPStats(); xs.TxCopied != n {
+		t.Errorf("copied %d frames at transmit, want %d", xs.TxCopied, n)
+	}
+	for _, d := range []*Device{a, b} {
+		if err := d.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("pool: %v", err)
+	}
 }
 
 func TestXmitRejects(t *testing.T) {

@@ -138,11 +138,22 @@ type Mode struct {
 	// (nil when they did not): the kernel's refusal, wrapped.
 	NativeErr   error
 	ZeroCopyErr error
+	// PrivateUMEM: Config.Pool has no contiguous class of the frame size, so
+	// the UMEM is a pool of the driver's own and every frame is copied
+	// between it and Config.Pool, both ways.
+	PrivateUMEM bool
 }
 
 // String returns the modes as the tool prints them, such as
-// "xdp native, bind copy".
-func (m Mode) String() string { return "xdp " + m.Attach.String() + ", bind " + m.Bind.String() }
+// "xdp native, bind copy" (", private umem" added when frames are copied
+// to and from Config.Pool).
+func (m Mode) String() string {
+	s := "xdp " + m.Attach.String() + ", bind " + m.Bind.String()
+	if m.PrivateUMEM {
+		s += ", private umem"
+	}
+	return s
+}
 
 // Config configures a Device. The zero Config is usable: a pool of its own
 // with DefaultFrames frames of DefaultFrameSize bytes, rings of
@@ -150,23 +161,26 @@ func (m Mode) String() string { return "xdp " + m.Attach.String() + ", bind " + 
 // the kernel allows.
 type Config struct {
 	// Pool, Headroom, Copybreak and Batch as netdev.Config says, with these
-	// AF_XDP rules: Pool, when set, must have a Contiguous class whose Size is
-	// FrameSize (or 2048 or 4096 when FrameSize is 0): it becomes the UMEM.
-	// Received frames start XDPHeadroom bytes into their block plus whatever
-	// more Headroom (or the pool's headroom) asks, so receive headroom is at
-	// least 256 bytes. Copybreak copies into the pool's largest class smaller
-	// than a UMEM frame; a pool without one turns copybreak off. Batch is
-	// the number of frames Xmit queues before it rings the doorbell itself,
-	// and Poll's largest useful budget.
+	// AF_XDP rules. A Pool with a Contiguous class whose Size is FrameSize
+	// (or 2048 or 4096 when FrameSize is 0) has that class registered as the
+	// UMEM: frames move without a copy. A Pool without one still works, with
+	// a UMEM of the driver's own (Mode.PrivateUMEM): every frame is copied
+	// between it and Pool, both ways. Received frames start XDPHeadroom
+	// bytes into their block plus whatever more Headroom (or the pool's
+	// headroom) asks, so receive headroom is at least 256 bytes. Copybreak
+	// copies into the pool's largest class smaller than a UMEM frame; a
+	// pool without one turns copybreak off. Batch is the number of frames
+	// Xmit queues before it rings the doorbell itself, and Poll's largest
+	// useful budget.
 	netdev.Config
 
 	// FrameSize is the UMEM frame (chunk) size in bytes: 2048 or 4096 (a
 	// power of two from 2048 to the page size, xdp_umem_reg). 0 means
 	// DefaultFrameSize, or the size of the pool's contiguous class.
 	FrameSize int
-	// Frames is the number of UMEM frames in the pool the driver makes; 0
-	// means DefaultFrames. Ignored when Pool is set. It must be at least
-	// RingSize, since Open fills the fill ring.
+	// Frames is the number of UMEM frames in a pool the driver makes; 0
+	// means DefaultFrames. It must be at least RingSize, since Open fills
+	// the fill ring.
 	Frames int
 	// RingSize is the number of entries of the fill, completion, rx and tx
 	// rings, a power of two; 0 means DefaultRingSize.

@@ -8,11 +8,6 @@ var (
 	// frames to fill the fill ring, a mode out of range.
 	ErrConfig = errors.New("afxdp: bad config")
 
-	// ErrNoUMEM is wrapped by Open when Config.Pool has no Contiguous size
-	// class of the frame size to register as the UMEM (or its arena is not
-	// mapped).
-	ErrNoUMEM = errors.New("afxdp: pool has no contiguous class to use as UMEM")
-
 	// ErrShortFrame is returned by Xmit for a frame shorter than an Ethernet
 	// header (14 bytes): the packet was dropped (tx_dropped_malformed).
 	ErrShortFrame = errors.New("afxdp: frame shorter than an Ethernet header")
