@@ -257,6 +257,8 @@ type receiver struct {
 	top   uint32 // highest seq recognised, valid when mine > 0
 	err   error  // first unexpected error of Poll or Wait
 	polls int
+
+	reported bool // err was reported (test goroutine only)
 }
 
 // startReceiver starts polling RX with the given budget. The receiver owns
@@ -291,7 +293,7 @@ func (r *receiver) run() {
 			return
 		}
 		if n != len(batch) || n > r.budget {
-			r.fail(fmt.Errorf("RX.Poll(%d) returned %d but called the handler %d times", r.budget, n, len(batch)))
+			r.fail(fmt.Errorf("RX.Poll(%d) returned %d and called the handler %d times; want equal counts, at most the budget", r.budget, n, len(batch)))
 		}
 		r.mu.Lock()
 		r.polls++
@@ -340,6 +342,7 @@ func (r *receiver) waitFor(want int, last uint32, what string) {
 	for {
 		mine, top, err := r.count()
 		if err != nil {
+			r.reported = true
 			t.Fatalf("%s: receiver: %v", what, err)
 		}
 		if mine >= want || lossy && mine > 0 && top >= last {
@@ -365,7 +368,7 @@ func (e *env) stopReceiver() []rxRec {
 	r.stop.Store(true)
 	<-r.done
 	e.recv = nil
-	if r.err != nil {
+	if r.err != nil && !r.reported {
 		e.t.Errorf("receiver: %v", r.err)
 	}
 	return r.recs
@@ -406,7 +409,7 @@ func (e *env) pollSync(want, budget int, keep bool) []rxRec {
 			e.t.Fatalf("RX.Poll(%d): %v", budget, err)
 		}
 		if n != calls || n > budget {
-			e.t.Fatalf("RX.Poll(%d) returned %d and called the handler %d times", budget, n, calls)
+			e.t.Fatalf("RX.Poll(%d) returned %d and called the handler %d times; want equal counts, at most the budget", budget, n, calls)
 		}
 		if n == 0 {
 			if err := e.rx.Wait(10 * time.Millisecond); err != nil && !errors.Is(err, netdev.ErrTimeout) {

@@ -70,6 +70,15 @@ func Run(t *testing.T, f Factory) {
 	t.Run("allocs", func(t *testing.T) { testAllocs(t, f) })
 }
 
+// seqs returns the set of sequence numbers from first to end-1.
+func seqs(first, end uint32) map[uint32]bool {
+	m := make(map[uint32]bool)
+	for s := first; s < end; s++ {
+		m[s] = true
+	}
+	return m
+}
+
 // small is the payload of the subtests that count rather than carry.
 func (e *env) small(uint32) int { return min(64, e.pair.MaxPayload) }
 
@@ -500,16 +509,21 @@ func (e *env) expectTimeout(what string) {
 		err := e.rx.Wait(timeout)
 		took := time.Since(start)
 		if err == nil {
-			recs := e.pollSync(1, 64, false)
-			for _, r := range recs {
-				if r.ok {
+			var scratch []byte
+			c := e.rx.Cache()
+			n, err := e.rx.Poll(64, func(b *skb.Buff) {
+				if r := e.inspect(b, &scratch); r.ok {
 					t.Errorf("%s: seq %d arrived", what, r.seq)
 				}
+				c.Free(b)
+			})
+			if err != nil {
+				t.Fatalf("%s: RX.Poll(64): %v", what, err)
 			}
 			if try < 3 {
 				continue
 			}
-			t.Errorf("%s: Wait(%v) returned nil %d times in a row (Poll then found %d packets); want ErrTimeout", what, timeout, try, len(recs))
+			t.Errorf("%s: Wait(%v) returned nil %d times in a row (Poll then found %d packets); want ErrTimeout", what, timeout, try, n)
 			return
 		}
 		switch {
@@ -548,6 +562,26 @@ func testPoll(t *testing.T, f Factory) {
 	e.checkDelivery(fmt.Sprintf("poll: %d packets polled with a budget of 3", total), recs, delivery{sent: total})
 
 	e.expectTimeout("poll: Wait after every packet was polled")
+
+	// Wait wakes when a packet arrives. RX belongs to the waiting goroutine
+	// until it returns.
+	type woke struct {
+		err  error
+		took time.Duration
+	}
+	wokec := make(chan woke, 1)
+	go func() {
+		start := time.Now()
+		err := e.rx.Wait(deliverWait)
+		wokec <- woke{err, time.Since(start)}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	e.sendBurst(total, 1, e.small, false)
+	if w := <-wokec; w.err != nil {
+		t.Errorf("poll: Wait(%v), with a packet sent 20ms into it, returned %v after %v; want nil as soon as the packet arrives", deliverWait, w.err, w.took)
+	}
+	e.checkDelivery("poll: a packet sent while Wait slept", e.pollSync(1, 8, false), delivery{sent: total + 1, optional: seqs(0, total)})
+	e.expectTimeout("poll: Wait after that packet was polled")
 
 	errc := make(chan error, 1)
 	go func() { errc <- e.rx.Wait(-1) }()
