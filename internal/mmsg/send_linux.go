@@ -53,19 +53,6 @@ func Sendto(fd int, p []byte, flags int, name []byte) (int, error) {
 	return int(r), nil
 }
 
-// RecvmmsgNow is Recvmmsg for a call that cannot block (flags holding
-// MSG_DONTWAIT, or a non-blocking socket): it enters the kernel without
-// telling the Go scheduler (RawSyscall6), which saves the scheduler's
-// bookkeeping on every call of a busy-polling receive loop. A call that may
-// sleep must use Recvmmsg. The error is a unix.Errno and is not allocated.
-func RecvmmsgNow(fd int, b *Batch, n, flags int) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.Hdrs[0])), uintptr(n), uintptr(flags), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
 // SetIov points h at the iovecs in iov (msg_iov, msg_iovlen); an empty iov
 // means no data (a zero-length datagram).
 func SetIov(h *unix.Msghdr, iov []unix.Iovec) {
