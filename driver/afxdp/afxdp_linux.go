@@ -299,7 +299,8 @@ func (d *Device) setupGeometry(ci int) error {
 	case thr > 0 && ci > 0:
 		// Copybreak copies go to the largest class below the UMEM frame;
 		// with none, a copy would take another UMEM frame: off.
-		d.copybreak = max(0, min(thr, classes[ci-1].Size-hr+1))
+		d.copyHeadroom = max(want, hr)
+		d.copybreak = max(0, min(thr, classes[ci-1].Size-d.copyHeadroom+1))
 	}
 	d.batch = uint32(c.BatchSize())
 	if d.batch > uint32(c.RingSize) {
@@ -735,9 +736,9 @@ func (d *Device) deliver(b *skb.Buff, h netdev.Handler) bool {
 	n := b.Len()
 	switch {
 	case d.mode.PrivateUMEM:
-		c, err := b.CopyExpand(d.uc, d.copyHeadroom, 0)
+		c := d.copyOut(d.uc, b)
 		d.cache.Free(b)
-		if err != nil {
+		if c == nil {
 			d.ctr.RxDrop(netdev.DropNoBuffer, 1)
 			return false
 		}
@@ -746,15 +747,39 @@ func (d *Device) deliver(b *skb.Buff, h netdev.Handler) bool {
 			d.ctr.RxCopybreak()
 		}
 	case n < d.copybreak:
-		if small := netdev.Copybreak(d.cache, b, d.copybreak); small != nil {
+		// Seed 001: a right-sized copy, the frame straight back to the
+		// fill ring. When no small buffer is left, the frame itself goes.
+		if c := d.copyOut(d.cache, b); c != nil {
 			d.cache.Free(b)
-			b = small
+			b = c
 			d.ctr.RxCopybreak()
 		}
 	}
 	d.ctr.RxPacket(n)
 	h(b)
 	return true
+}
+
+// copyOut copies b's frame into a buffer from c with copyHeadroom bytes of
+// headroom, from the smallest class that holds it, and sets the copy's
+// metadata as takeRx set b's. It returns nil when c has no buffer. Only the
+// frame is copied: the headroom's bytes mean nothing yet.
+func (d *Device) copyOut(c *pool.Cache, b *skb.Buff) *skb.Buff {
+	n := b.Len()
+	hr := c.Headroom()
+	extra := max(0, d.copyHeadroom-hr)
+	nb, err := c.Alloc(n + extra)
+	if err != nil {
+		return nil
+	}
+	if extra > 0 {
+		nb.Reserve(extra)
+	}
+	copy(nb.Put(n), b.Data())
+	nb.ResetMacHeader()
+	nb.SetProtocol(b.Protocol())
+	nb.SetQueueMapping(d.queue)
+	return nb
 }
 
 // Wait blocks until the rx ring holds a frame (nil), timeout passes

@@ -562,6 +562,75 @@ func TestPrivateUMEM(t *testing.T) {
 	}
 }
 
+// TestPeerDrops makes the peer drop frames that Xmit accepted: B's MTU is
+// lowered below A's, so veth drops A's long frames (is_skb_forwardable) and
+// the kernel answers the doorbell with EBUSY while their descriptors still
+// complete. The short frames around them must all arrive, in order, and the
+// counters must add up.
+func TestPeerDrops(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	if err := l.B.Do(func() error {
+		link, err := netlink.LinkByName(l.B.Ifname)
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetMTU(link, 1000)
+	}); err != nil {
+		t.Fatalf("lower B's MTU: %v", err)
+	}
+	tx := openOn(t, &l.A, Config{TxOnly: true})
+	rx := openOn(t, &l.B, Config{})
+	f := frameTo(&l.A, &l.B)
+	const n, every = 200, 5
+	long, short := 0, 0
+	var seqs []uint32
+	for i := range n {
+		b, err := tx.Alloc(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload := 100
+		if i%every == every-1 {
+			payload = 1200 // past B's MTU
+			long++
+		} else {
+			short++
+		}
+		fill(t, b, &f, uint32(i), payload)
+		if err := tx.Xmit(b, i%64 != 63 && i != n-1); err != nil {
+			t.Fatalf("xmit %d: %v", i, err)
+		}
+		if i%64 == 63 {
+			seqs = append(seqs, receive(t, rx, short, time.Second, nil)...)
+			short = 0
+		}
+	}
+	seqs = append(seqs, receive(t, rx, short, time.Second, nil)...)
+	want := 0
+	for i := range n {
+		if i%every == every-1 {
+			continue
+		}
+		if want >= len(seqs) || seqs[want] != uint32(i) {
+			t.Fatalf("short frame %d missing or out of place: received %v", i, seqs)
+		}
+		want++
+	}
+	if len(seqs) != want {
+		t.Fatalf("received %d frames, want %d", len(seqs), want)
+	}
+	st := tx.Stats()
+	xs, err := tx.XDPStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kicks %d, EBUSY %d, tx_packets %d, tx_dropped_kernel %d", xs.Kicks, xs.KickBusy, st.TxPackets, st.TxDropped[netdev.DropKernel])
+	if xs.KickBusy != uint64(long) || st.TxDropped[netdev.DropKernel] != uint64(long) || st.TxPackets != uint64(n-long) {
+		t.Errorf("%d frames dropped by the peer: EBUSY %d times, tx_dropped_kernel %d, tx_packets %d (want %d)",
+			long, xs.KickBusy, st.TxDropped[netdev.DropKernel], st.TxPackets, n-long)
+	}
+}
+
 func TestXmitRejects(t *testing.T) {
 	l := labtest.New(t, lab.Options{})
 	tx := openOn(t, &l.A, Config{TxOnly: true})
