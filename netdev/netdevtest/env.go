@@ -350,7 +350,7 @@ func (r *receiver) waitFor(want int, last uint32, what string) {
 		}
 		if time.Now().After(deadline) {
 			if !lossy {
-				t.Fatalf("%s: %d of %d packets arrived within %v", what, mine, want, limit)
+				t.Fatalf("%s: only %d of %d packets arrived within %v: packets lost or stranded", what, mine, want, limit)
 			}
 			return
 		}
