@@ -22,18 +22,49 @@ func BenchmarkXmitPoll(b *testing.B) {
 		for _, burst := range []int{1, 64} {
 			for _, size := range []int{64, 512, 1500, 9000} {
 				name := fmt.Sprintf("doorbell=%v/burst=%d/size=%d", cost, burst, size)
-				b.Run(name, func(b *testing.B) { benchXmitPoll(b, cost, burst, size) })
+				cfg := memring.Config{DoorbellCost: cost}
+				b.Run(name, func(b *testing.B) { benchXmitPoll(b, cfg, burst, size) })
 			}
 		}
 	}
 }
 
-func benchXmitPoll(b *testing.B, cost time.Duration, burst, size int) {
+// BenchmarkCloneOnXmit measures seed 000: transmitting the caller's buffer
+// (clone=false) against transmitting a clone and freeing the original, as
+// rxe did before the patch.
+func BenchmarkCloneOnXmit(b *testing.B) {
+	for _, clone := range []bool{false, true} {
+		for _, size := range []int{64, 1500} {
+			name := fmt.Sprintf("clone=%v/size=%d", clone, size)
+			cfg := memring.Config{CloneOnXmit: clone}
+			b.Run(name, func(b *testing.B) { benchXmitPoll(b, cfg, 64, size) })
+		}
+	}
+}
+
+// BenchmarkCopybreak measures seed 001 on memring: small packets copied into
+// a right-sized buffer with the ring buffer reposted at once (on), against
+// the ring buffer handed over and a fresh one posted (off).
+func BenchmarkCopybreak(b *testing.B) {
+	for _, cb := range []int{0, netdev.CopybreakOff} {
+		for _, size := range []int{64, 200} {
+			name := fmt.Sprintf("copybreak=%v/size=%d", cb == 0, size)
+			cfg := memring.Config{Config: netdev.Config{Copybreak: cb}}
+			b.Run(name, func(b *testing.B) { benchXmitPoll(b, cfg, 64, size) })
+		}
+	}
+}
+
+// benchXmitPoll moves b.N packets of size bytes in bursts through a pair
+// made with cfg, on one goroutine.
+func benchXmitPoll(b *testing.B, cfg memring.Config, burst, size int) {
 	p, err := pool.New(pool.Config{Name: "bench", Classes: []pool.Class{{Size: pool.SmallSize}, {Size: pool.FrameSize}, {Size: 16 << 10}}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	tx, rx, err := memring.NewPair(memring.Config{Config: netdev.Config{Pool: p}, RxBufSize: 9000, DoorbellCost: cost})
+	cfg.Pool = p
+	cfg.RxBufSize = 9000
+	tx, rx, err := memring.NewPair(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -50,6 +50,12 @@ type Config struct {
 	// paid once per doorbell however many packets it sends, which is what
 	// batching with xmit_more saves (seed 002). 0 makes doorbells free.
 	DoorbellCost time.Duration
+
+	// CloneOnXmit makes Xmit queue a clone of the caller's buffer and free
+	// the original, as the rxe driver did before seed 000 removed the
+	// skb_clone from rxe_send: an ablation switch for measuring that seed.
+	// Off, the default, the caller's buffer itself is transmitted.
+	CloneOnXmit bool
 }
 
 // check validates cfg and fills in the defaults.
@@ -103,6 +109,7 @@ type Device struct {
 	extra     int           // headroom reserved beyond the pool's
 	thr       int           // copybreak threshold, 0 when off
 	cost      time.Duration // DoorbellCost
+	clone     bool          // CloneOnXmit
 	timer     *time.Timer   // Wait's, reused
 
 	txClosed atomic.Uint64 // packets freed unsent by Close or given to Xmit after it
@@ -179,6 +186,7 @@ func newDevice(cfg Config, sh *pairShared, extra int) *Device {
 		extra:     extra,
 		thr:       cfg.CopybreakThreshold(),
 		cost:      cfg.DoorbellCost,
+		clone:     cfg.CloneOnXmit,
 		timer:     t,
 		shared:    sh,
 	}
@@ -260,6 +268,11 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	if d.txn == len(d.txq) {
 		d.ctr.TxRingFull()
 		d.doorbell()
+	}
+	if d.clone {
+		c := d.cache.Clone(b)
+		d.cache.Free(b)
+		b = c
 	}
 	d.txq[d.txn] = b
 	d.txn++

@@ -52,6 +52,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"default", memring.Config{}},
 		{"jumbo,doorbell=1us", memring.Config{RxBufSize: 9000, DoorbellCost: 1000}},
+		{"clone-on-xmit", memring.Config{CloneOnXmit: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) { netdevtest.Run(t, factory(c.cfg)) })
 	}
