@@ -1,0 +1,255 @@
+//go:build linux
+
+package udp
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/skb"
+)
+
+// pin locks the calling goroutine to its thread and the thread to cpu, when
+// the machine has more than one CPU. The returned function undoes it.
+func pin(cpu int) func() {
+	if runtime.NumCPU() < 2 {
+		return func() {}
+	}
+	runtime.LockOSThread()
+	var old, set unix.CPUSet
+	unix.SchedGetaffinity(0, &old)
+	set.Set(cpu % runtime.NumCPU())
+	unix.SchedSetaffinity(0, &set)
+	return func() {
+		unix.SchedSetaffinity(0, &old)
+		runtime.UnlockOSThread()
+	}
+}
+
+// sink receives on d until stop is closed and the socket has been quiet for
+// a moment, counting datagrams and bytes.
+type sink struct {
+	d       *Device
+	stop    chan struct{}
+	done    chan struct{}
+	dgrams  uint64
+	started bool
+}
+
+func startSink(b *testing.B, d *Device) *sink {
+	s := &sink{d: d, stop: make(chan struct{}), done: make(chan struct{})}
+	var ready sync.WaitGroup
+	ready.Add(1)
+	go func() {
+		defer close(s.done)
+		defer pin(1)()
+		c := d.Cache()
+		h := func(b *skb.Buff) {
+			s.dgrams++
+			c.Free(b)
+		}
+		ready.Done()
+		stopped := false
+		for {
+			err := d.Wait(20 * time.Millisecond)
+			if err == netdev.ErrTimeout {
+				if stopped {
+					return
+				}
+				select {
+				case <-s.stop:
+					stopped = true
+				default:
+				}
+				continue
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := d.Poll(64, h); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
+	ready.Wait()
+	return s
+}
+
+func (s *sink) finish() uint64 {
+	close(s.stop)
+	<-s.done
+	return s.dgrams
+}
+
+// BenchmarkXmit sends b.N datagrams of each size into a receiving device on
+// loopback, in bursts of 1 (a doorbell each) and 64 (one doorbell per 64),
+// with GSO coalescing the bursts of 64, and as GSO super-packets of 64
+// segments; sender and receiver are pinned to different CPUs. It reports
+// the sender's rate (pps) and what the receiver got (rx-pps, loss%); on
+// loopback the sender's CPU does most of the receive work, so pps is the
+// figure to compare with udp_send of the C references.
+func BenchmarkXmit(b *testing.B) {
+	for _, mode := range []struct {
+		name       string
+		burst      int
+		gso, super bool
+	}{
+		{"burst=1", 1, false, false},
+		{"burst=64", 64, false, false},
+		{"burst=64/gso", 64, true, false},
+		{"super=64/gso", 1, true, true},
+	} {
+		for _, size := range []int{64, 512, 1500, 9000} {
+			if mode.super && size*64 > MaxDatagram4 {
+				continue // a super-packet is one IP packet: at most 64 KiB
+			}
+			b.Run(fmt.Sprintf("%s/size=%d", mode.name, size), func(b *testing.B) {
+				benchXmit(b, mode.burst, size, mode.gso, mode.super)
+			})
+		}
+	}
+}
+
+func benchXmit(b *testing.B, burst, size int, gso, super bool) {
+	rx := openT(b, Config{Local: lo4, RcvBuf: 16 << 20, RecvSize: max(size, 1500)})
+	tx := openT(b, Config{Remote: rx.LocalAddr(), GSO: gso, SndBuf: 4 << 20})
+	s := startSink(b, rx)
+	defer pin(0)()
+	c := tx.Cache()
+	perXmit := 1
+	if super {
+		perXmit = 64
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	start := time.Now()
+	sent := 0
+	for sent < b.N {
+		for i := range burst {
+			n := size * perXmit
+			pb, err := c.Alloc(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pattern(pb.Put(n)[:min(n, 64)], uint32(sent))
+			if super {
+				pb.SetGSO(size, perXmit, skb.GSOUDPL4)
+			}
+			if err := tx.Xmit(pb, i < burst-1 && sent+perXmit < b.N); err != nil {
+				b.Fatal(err)
+			}
+			sent += perXmit
+		}
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	got := s.finish()
+	b.ReportMetric(float64(sent)/el.Seconds(), "pps")
+	b.ReportMetric(float64(got)/el.Seconds(), "rx-pps")
+	b.ReportMetric(100*float64(uint64(sent)-min(got, uint64(sent)))/float64(sent), "loss%")
+}
+
+// BenchmarkPingPong measures the round trip of a 64-byte datagram between two
+// devices on loopback pinned to different CPUs, the receiver sleeping in the
+// kernel (block) or spinning (busy, Config.BusyPoll); an op is one round
+// trip, and p50-us its median. The Go scheduler takes the P of a goroutine
+// that sleeps in a system call when no other P is idle, and the goroutine
+// then needs one back when it wakes: the benchmark leaves an idle P (raising
+// GOMAXPROCS to 4 for its duration), as a program that cares about latency
+// does.
+func BenchmarkPingPong(b *testing.B) {
+	for _, busy := range []bool{false, true} {
+		name := "block"
+		if busy {
+			name = "busy"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0))))
+			var bp time.Duration
+			if busy {
+				bp = 50 * time.Microsecond
+			}
+			srv := openT(b, Config{Local: lo4, BusyPoll: bp})
+			cli := openT(b, Config{Remote: srv.LocalAddr(), BusyPoll: bp})
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				defer pin(1)()
+				echo := func(p *skb.Buff) {
+					if err := srv.XmitTo(p, srv.Src(), false); err != nil {
+						b.Error(err)
+					}
+				}
+				for {
+					err := srv.Wait(20 * time.Millisecond)
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err == netdev.ErrTimeout {
+						continue
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if _, err := srv.Poll(64, echo); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+			defer func() {
+				close(stop)
+				<-done
+			}()
+			defer pin(0)()
+			c := cli.Cache()
+			got := false
+			h := func(p *skb.Buff) {
+				got = true
+				c.Free(p)
+			}
+			rtt := make([]time.Duration, b.N)
+			b.ReportAllocs()
+			b.SetBytes(64)
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				p, err := c.Alloc(64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Put(64)
+				if err := cli.Xmit(p, false); err != nil {
+					b.Fatal(err)
+				}
+				for got = false; !got; {
+					if err := cli.Wait(time.Second); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := cli.Poll(1, h); err != nil {
+						b.Fatal(err)
+					}
+				}
+				rtt[i] = time.Since(t0)
+			}
+			b.StopTimer()
+			slices.Sort(rtt)
+			b.ReportMetric(float64(rtt[len(rtt)/2])/1e3, "p50-us")
+			b.ReportMetric(float64(rtt[len(rtt)*99/100])/1e3, "p99-us")
+		})
+	}
+}
