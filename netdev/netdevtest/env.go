@@ -34,10 +34,11 @@ const (
 )
 
 // PutPayload writes seq (big-endian) into p's first four bytes and a pattern
-// derived from seq and the offset into the rest: different in every byte
-// position of packets whose sequence numbers differ, and never the pool's
-// poison. Fill functions may use it for the payload. p must hold at least 4
-// bytes.
+// derived from seq and the offset into the rest: it differs from byte to byte
+// (unlike the pool's poison or a zeroed block), and in every byte position
+// between packets whose sequence numbers differ only in their low byte, such
+// as neighbours in a burst. Fill functions may use it for the payload. p must
+// hold at least 4 bytes.
 func PutPayload(p []byte, seq uint32) {
 	binary.BigEndian.PutUint32(p, seq)
 	s := byte(seq)*31 ^ byte(seq>>8)*7 ^ byte(seq>>16)

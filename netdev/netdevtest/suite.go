@@ -31,8 +31,10 @@ import (
 //   - doorbell: more=false rings one doorbell per packet (tx_doorbells);
 //     bursts with more=true and Flush ring one per burst (up to one more per
 //     ring's worth); Xmit with more=true past a full ring rings by itself and
-//     those packets arrive without Flush; an Xmit that fails rings for the
-//     packets queued before it; Close frees the packets still queued.
+//     those packets arrive without Flush (a ring still full after that
+//     doorbell may refuse with ErrQueueFull); an Xmit that fails rings for
+//     the packets queued before it; Close sends or frees the packets still
+//     queued, counting each in tx_packets or tx_dropped.
 //   - backpressure: TxAvail falls by one per packet queued with more=true
 //     and comes back after Flush; Xmit returns ErrQueueFull only when
 //     TxAvail was 0, frees the packet and counts it in tx_ring_full and
@@ -45,9 +47,10 @@ import (
 //     from another goroutine while traffic runs, never goes backwards (run
 //     the suite with -race).
 //   - poll: Poll(0) hands nothing over and Poll(budget) never more than
-//     budget; Wait returns nil when packets wait, an error matching
-//     ErrTimeout (os.ErrDeadlineExceeded) after its timeout when none do, and
-//     one matching net.ErrClosed when another goroutine closes the device.
+//     budget; Wait returns nil when packets wait and wakes as one arrives, an
+//     error matching ErrTimeout (os.ErrDeadlineExceeded) after its timeout
+//     when none does, and one matching net.ErrClosed when another goroutine
+//     closes the device.
 //   - closed: after Close every method (Xmit, which still frees the packet,
 //     Flush, Poll, Wait, a second Close) returns an error matching
 //     net.ErrClosed.
