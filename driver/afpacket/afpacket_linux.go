@@ -221,17 +221,22 @@ func (d *Device) open(prog []bpf.RawInstruction) error {
 		rxSize = g.blockSize * g.blockCount
 	}
 	if g.mode == TxRing {
-		per := g.txBlockSize / g.frameSize
+		// Slots hold the largest frame the interface sends.
+		if need := (d.mtu + header.EthernetHeaderLen + header.VLANTagLen + txData + 15) &^ 15; need > g.txFrameSize {
+			g.txFrameSize = need
+			g.txBlockSize = txBlock(need, os.Getpagesize())
+		}
+		per := g.txBlockSize / g.txFrameSize
 		nblk := (g.txFrames + per - 1) / per
 		g.txFrames = nblk * per
 		req := unix.TpacketReq3{
 			Block_size: uint32(g.txBlockSize),
 			Block_nr:   uint32(nblk),
-			Frame_size: uint32(g.frameSize),
+			Frame_size: uint32(g.txFrameSize),
 			Frame_nr:   uint32(g.txFrames),
 		}
 		if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &req); err != nil {
-			return fmt.Errorf("PACKET_TX_RING (%d frames of %d bytes): %w", g.txFrames, g.frameSize, err)
+			return fmt.Errorf("PACKET_TX_RING (%d frames of %d bytes): %w", g.txFrames, g.txFrameSize, err)
 		}
 		txSize = g.txBlockSize * nblk
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/lab"
+	"github.com/skbdev/skb/lab/labtest"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/skb"
 )
@@ -116,5 +118,25 @@ func TestMalformed(t *testing.T) {
 				t.Fatalf("delivered %d bad, rx_dropped %d, unparsed %d", bad, s.RxDroppedTotal(), rs.RxUnparsed)
 			}
 		})
+	}
+}
+
+// TestJumbo sends and receives 9014-byte frames over a 9000-byte MTU in both
+// modes: the transmit ring's slots grow to hold them.
+func TestJumbo(t *testing.T) {
+	l := labtest.New(t, lab.Options{MTU: 9000})
+	fr := newFramer(l)
+	rx := openIn(t, &l.B, Config{})
+	for i, mode := range []TxMode{TxMmsg, TxRing} {
+		tx := openIn(t, &l.A, Config{TxMode: mode})
+		sendN(t, tx, fr, uint32(i), 1, 9000-28, 1)
+		got := collect(t, rx, 1, 3*time.Second, func(b *skb.Buff, seq uint32, payload int) {
+			if b.Len() != 9014 || payload != 9000-28 {
+				t.Errorf("%v: frame of %d bytes, payload %d", mode, b.Len(), payload)
+			}
+		})
+		if got != 1 {
+			t.Fatalf("%v: jumbo frame not received; tx %+v rx %+v", mode, tx.Stats(), rx.Stats())
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/header"
-	"github.com/skbdev/skb/internal/mmsg"
 	"github.com/skbdev/skb/internal/ring"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/skb"
@@ -76,7 +75,7 @@ func (d *Device) checkLen(b *skb.Buff, l int) error {
 	}
 	if l > d.mtu+header.EthernetHeaderLen &&
 		(l > d.mtu+header.EthernetHeaderLen+header.VLANTagLen || !d.vlanTagged(b)) ||
-		d.g.mode == TxRing && l > d.g.frameSize-txData {
+		d.g.mode == TxRing && l > d.g.txFrameSize-txData {
 		d.ctr.TxDrop(netdev.DropTooBig, 1)
 		return d.errs.tooBig
 	}
@@ -158,7 +157,7 @@ func (d *Device) TxAvail() int {
 	}
 	n := 0
 	for slot := d.txHead; n < d.g.batch-d.txPend; n++ {
-		if ring.Load32(d.tx, slot*d.g.frameSize+hStatus)&txBusy != 0 {
+		if ring.Load32(d.tx, slot*d.g.txFrameSize+hStatus)&txBusy != 0 {
 			break
 		}
 		if slot++; slot == d.g.txFrames {
@@ -177,9 +176,8 @@ func (d *Device) sendBatch() error {
 	n := d.txn
 	var first error
 	for sent := 0; sent < n; {
-		k, err := mmsg.SendmmsgFrom(d.fd, d.batch, sent, n-sent, 0)
-		if err != nil {
-			e, _ := err.(unix.Errno)
+		k, e := sendmmsgRaw(d.fd, d.batch, sent, n-sent)
+		if e != 0 {
 			if e == unix.EINTR {
 				continue
 			}
@@ -225,7 +223,7 @@ func dropReason(e unix.Errno) netdev.DropReason {
 
 // xmitRing copies b into the next transmit ring slot.
 func (d *Device) xmitRing(b *skb.Buff, l int, more bool) error {
-	fs := d.g.frameSize
+	fs := d.g.txFrameSize
 	slot := d.txHead * fs
 	if ring.Load32(d.tx, slot+hStatus)&txBusy != 0 {
 		// The kernel still holds the slot: kick what is pending and look
@@ -284,7 +282,7 @@ func (d *Device) xmitRing(b *skb.Buff, l int, more bool) error {
 func (d *Device) ringDoorbell() error {
 	var first error
 	for try := 0; ; try++ {
-		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(d.fd), 0, 0, 0, 0, 0)
+		e := kickRaw(d.fd)
 		if e == unix.EINTR {
 			continue
 		}
@@ -315,7 +313,7 @@ func (d *Device) ringDoorbell() error {
 // reap moves txFirst past the pending slots the kernel took, in order, and
 // returns how many and their bytes.
 func (d *Device) reap() (sent, bytes int) {
-	fs := d.g.frameSize
+	fs := d.g.txFrameSize
 	for d.txPend > 0 {
 		slot := d.txFirst * fs
 		if ring.Load32(d.tx, slot+hStatus)&(unix.TP_STATUS_SEND_REQUEST|unix.TP_STATUS_WRONG_FORMAT) != 0 {
@@ -334,7 +332,7 @@ func (d *Device) reap() (sent, bytes int) {
 // unwind hands back the slots the kernel did not send and drops their
 // frames.
 func (d *Device) unwind(reason netdev.DropReason) {
-	fs := d.g.frameSize
+	fs := d.g.txFrameSize
 	slot := d.txFirst
 	for range d.txPend {
 		ring.Store32(d.tx, slot*fs+hStatus, unix.TP_STATUS_AVAILABLE)
