@@ -73,9 +73,11 @@ type sentPkt struct {
 // open makes the subtest's pool and pair. debug selects the pool's debug
 // mode (allocation sites, double-free panics). The pair is closed and the
 // pool checked for leaks when the subtest ends.
-func open(t *testing.T, f Factory, cfg netdev.Config, debug bool) *env {
+func open(t *testing.T, s *suite, cfg netdev.Config, debug bool) *env {
 	t.Helper()
-	p, err := pool.New(pool.Config{Debug: debug, Name: t.Name()})
+	pc := s.pc
+	pc.Debug, pc.Name = debug, t.Name()
+	p, err := pool.New(pc)
 	if err != nil {
 		t.Fatalf("netdevtest: make the pool: %v", err)
 	}
@@ -84,7 +86,7 @@ func open(t *testing.T, f Factory, cfg netdev.Config, debug bool) *env {
 	// Registered before the factory's cleanups, so it runs after them: it
 	// closes the pool when the factory skipped or failed.
 	t.Cleanup(e.finish)
-	pair := f(t, cfg)
+	pair := s.f(t, cfg)
 	switch {
 	case pair == nil:
 		t.Fatal("factory returned a nil Pair")

@@ -63,14 +63,33 @@ import (
 // numbers seen. The whole suite takes a few seconds.
 func Run(t *testing.T, f Factory) {
 	t.Helper()
-	t.Run("ordering", func(t *testing.T) { testOrdering(t, f) })
-	t.Run("ownership", func(t *testing.T) { testOwnership(t, f) })
-	t.Run("doorbell", func(t *testing.T) { testDoorbell(t, f) })
-	t.Run("backpressure", func(t *testing.T) { testBackpressure(t, f) })
-	t.Run("stats", func(t *testing.T) { testStats(t, f) })
-	t.Run("poll", func(t *testing.T) { testPoll(t, f) })
-	t.Run("closed", func(t *testing.T) { testClosed(t, f) })
-	t.Run("allocs", func(t *testing.T) { testAllocs(t, f) })
+	RunPool(t, pool.Config{}, f)
+}
+
+// RunPool is Run with the suite's pools made from pc, for a driver that
+// needs a pool of a certain shape: an AF_XDP driver whose UMEM is a
+// Contiguous class, or one that needs a class of its frame size. The suite
+// sets pc's Debug (on, except for the zero-allocation subtest) and Name.
+// A bounded class (Max) must hold what the subtests keep at once: both
+// devices' receive rings and queues, plus about 100 packets.
+func RunPool(t *testing.T, pc pool.Config, f Factory) {
+	t.Helper()
+	s := &suite{f: f, pc: pc}
+	t.Run("ordering", func(t *testing.T) { testOrdering(t, s) })
+	t.Run("ownership", func(t *testing.T) { testOwnership(t, s) })
+	t.Run("doorbell", func(t *testing.T) { testDoorbell(t, s) })
+	t.Run("backpressure", func(t *testing.T) { testBackpressure(t, s) })
+	t.Run("stats", func(t *testing.T) { testStats(t, s) })
+	t.Run("poll", func(t *testing.T) { testPoll(t, s) })
+	t.Run("closed", func(t *testing.T) { testClosed(t, s) })
+	t.Run("allocs", func(t *testing.T) { testAllocs(t, s) })
+}
+
+// suite is what every subtest is given: the driver's factory and the shape
+// of the pools to make.
+type suite struct {
+	f  Factory
+	pc pool.Config
 }
 
 // seqs returns the set of sequence numbers from first to end-1.
@@ -85,8 +104,8 @@ func seqs(first, end uint32) map[uint32]bool {
 // small is the payload of the subtests that count rather than carry.
 func (e *env) small(uint32) int { return min(64, e.pair.MaxPayload) }
 
-func testOrdering(t *testing.T, f Factory) {
-	e := open(t, f, netdev.Config{}, true)
+func testOrdering(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
 	sizes := e.payloadSizes()
 	size := func(seq uint32) int { return sizes[int(seq)%len(sizes)] }
 	r := e.startReceiver(64)
@@ -117,8 +136,8 @@ func (e *env) oversized(seq uint32) *skb.Buff {
 	return b
 }
 
-func testOwnership(t *testing.T, f Factory) {
-	e := open(t, f, netdev.Config{}, true)
+func testOwnership(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
 
 	// A packet the device cannot carry: refused, freed, counted.
 	big := e.oversized(^uint32(0))
@@ -184,8 +203,8 @@ func testOwnership(t *testing.T, f Factory) {
 	}
 }
 
-func testDoorbell(t *testing.T, f Factory) {
-	e := open(t, f, netdev.Config{}, true)
+func testDoorbell(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
 	ring := e.tx.TxAvail()
 	if ring < 1 {
 		t.Fatalf("TxAvail of a fresh device is %d", ring)
@@ -239,13 +258,13 @@ func testDoorbell(t *testing.T, f Factory) {
 	refused := make(map[uint32]bool)
 	before = e.tx.Stats()
 	for i := range fill {
-		s := seq + uint32(i)
-		b := e.build(s, e.small(0))
+		q := seq + uint32(i)
+		b := e.build(q, e.small(0))
 		err := e.tx.Xmit(b, true)
 		switch {
 		case err == nil:
 		case errors.Is(err, netdev.ErrQueueFull):
-			refused[s] = true
+			refused[q] = true
 			if b.IsLive() {
 				t.Errorf("doorbell: Xmit returned %v but had not freed the packet", err)
 			}
@@ -327,8 +346,8 @@ func testDoorbell(t *testing.T, f Factory) {
 	e.checkDelivery("doorbell", recs, delivery{sent: int(seq), refused: refused, optional: optional})
 }
 
-func testBackpressure(t *testing.T, f Factory) {
-	e := open(t, f, netdev.Config{}, true)
+func testBackpressure(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
 	ring := e.tx.TxAvail()
 	if ring < 1 {
 		t.Fatalf("TxAvail of a fresh device is %d", ring)
@@ -408,7 +427,7 @@ func testBackpressure(t *testing.T, f Factory) {
 	e.checkDelivery("backpressure", recs, delivery{sent: int(seq), refused: refused})
 }
 
-func testStats(t *testing.T, f Factory) {
+func testStats(t *testing.T, s *suite) {
 	for _, c := range []struct {
 		name string
 		cfg  netdev.Config
@@ -417,7 +436,7 @@ func testStats(t *testing.T, f Factory) {
 		{"copybreak=off", netdev.Config{Copybreak: netdev.CopybreakOff}},
 		{"copybreak=100,headroom=256", netdev.Config{Copybreak: 100, Headroom: 256}},
 	} {
-		t.Run(c.name, func(t *testing.T) { testStatsWith(t, f, c.cfg) })
+		t.Run(c.name, func(t *testing.T) { testStatsWith(t, s, c.cfg) })
 	}
 }
 
@@ -467,8 +486,8 @@ func (e *env) watchStats(stop chan struct{}) (done func() []string) {
 	}
 }
 
-func testStatsWith(t *testing.T, f Factory, cfg netdev.Config) {
-	e := open(t, f, cfg, true)
+func testStatsWith(t *testing.T, s *suite, cfg netdev.Config) {
+	e := open(t, s, cfg, true)
 	sizes := e.payloadSizes()
 	size := func(seq uint32) int { return sizes[int(seq)%len(sizes)] }
 	txBefore, rxBefore := e.tx.Stats(), e.rx.Stats()
@@ -560,8 +579,8 @@ func (e *env) expectTimeout(what string) {
 	}
 }
 
-func testPoll(t *testing.T, f Factory) {
-	e := open(t, f, netdev.Config{}, true)
+func testPoll(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
 	e.expectTimeout("poll: Wait on an idle device")
 
 	const total, burst = 50, 10
@@ -621,8 +640,8 @@ func testPoll(t *testing.T, f Factory) {
 	}
 }
 
-func testClosed(t *testing.T, f Factory) {
-	e := open(t, f, netdev.Config{}, true)
+func testClosed(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
 	devs := []struct {
 		name string
 		dev  netdev.Device
@@ -671,8 +690,8 @@ func testClosed(t *testing.T, f Factory) {
 	}
 }
 
-func testAllocs(t *testing.T, f Factory) {
-	e := open(t, f, netdev.Config{}, false)
+func testAllocs(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, false)
 	const batch = 64
 	pls := [2]int{min(64, e.pair.MaxPayload), min(1000, e.pair.MaxPayload)}
 	fill, tx, rx, rc := e.pair.Fill, e.tx, e.rx, e.rx.Cache()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/netdev/netdevtest"
+	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/pool/pooltest"
 )
 
@@ -34,6 +35,13 @@ func TestLegal(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { netdevtest.Run(t, factory(c.k, c.lossy)) })
 	}
+}
+
+// TestRunPool runs the suite with pools of another shape: a bounded,
+// contiguous class of frames, as an AF_XDP UMEM would be.
+func TestRunPool(t *testing.T) {
+	pc := pool.Config{Classes: []pool.Class{{Size: 512}, {Size: 2048, Max: 2048, Contiguous: true}, {Size: 16 << 10}}}
+	netdevtest.RunPool(t, pc, factory(knobs{}, false))
 }
 
 // broken lists devices with one bug each, the subtests that find it, and a
