@@ -247,7 +247,7 @@ func (b *Buff) Detach() *Shared { return b.shinfo }
 // if b is in use or headroom does not fit.
 func (b *Buff) Reuse(headroom int) {
 	if b.state != stateFree || uint(headroom) > uint(b.end) {
-		panic(misuse{b, opReuse, headroom})
+		panic(misuse{b, opReuse, headroom, 0})
 	}
 	s := b.shinfo
 	s.hot = sharedHot{}
@@ -317,7 +317,7 @@ func (b *Buff) Next() *Buff { return b.next }
 func (b *Buff) Reserve(n int) {
 	b.checkLive()
 	if b.m.len != 0 || n < 0 || uint64(b.tail)+uint64(n) > uint64(b.end) {
-		panic(misuse{b, opReserve, n})
+		panic(misuse{b, opReserve, n, 0})
 	}
 	b.data += uint32(n)
 	b.tail += uint32(n)
@@ -331,8 +331,8 @@ func (b *Buff) Reserve(n int) {
 func (b *Buff) Put(n int) []byte {
 	b.checkLive()
 	t := b.tail
-	if n < 0 || uint64(t)+uint64(n) > uint64(b.end) || b.m.dataLen != 0 || b.state == stateCloned && b.sharedNow() {
-		panic(misuse{b, opPut, n})
+	if uint(n) > uint(b.end-t) || b.m.dataLen != 0 || b.state == stateCloned && b.sharedNow() {
+		panic(misuse{b, opPut, n, atomic.LoadInt32(&b.shinfo.dataref)})
 	}
 	b.tail = t + uint32(n)
 	b.m.len += uint32(n)
@@ -347,7 +347,7 @@ func (b *Buff) Push(n int) []byte {
 	b.checkLive()
 	d := b.data
 	if uint(n) > uint(d) || b.state == stateCloned && b.sharedNow() {
-		panic(misuse{b, opPush, n})
+		panic(misuse{b, opPush, n, atomic.LoadInt32(&b.shinfo.dataref)})
 	}
 	d -= uint32(n)
 	b.data = d
@@ -364,7 +364,7 @@ func (b *Buff) Pull(n int) []byte {
 	b.checkLive()
 	d := b.data
 	if uint(n) > uint(b.tail-d) {
-		panic(misuse{b, opPull, n})
+		panic(misuse{b, opPull, n, 0})
 	}
 	b.data = d + uint32(n)
 	b.m.len -= uint32(n)
@@ -377,7 +377,7 @@ func (b *Buff) Pull(n int) []byte {
 func (b *Buff) Trim(n int) {
 	b.checkLive()
 	if n < 0 || uint(n) < uint(b.m.len) && b.m.dataLen != 0 {
-		panic(misuse{b, opTrim, n})
+		panic(misuse{b, opTrim, n, 0})
 	}
 	if uint(n) >= uint(b.m.len) {
 		return
@@ -418,15 +418,15 @@ var opNames = [...]string{"put", "push", "pull", "trim", "reserve", "reuse"}
 // is formatted when printed, from the buffer as it is then (unchanged, unless
 // the panic was recovered and the buffer changed since).
 type misuse struct {
-	b  *Buff
-	op uint8
-	n  int
+	b   *Buff
+	op  uint8
+	n   int
+	ref int32 // dataref at the time of the panic (put and push), else 0
 }
 
 func (m misuse) Error() string {
 	b, n := m.b, m.n
 	why := "past the end"
-	shared := atomic.LoadInt32(&b.shinfo.dataref)
 	switch {
 	case n < 0:
 		why = "is negative"
@@ -439,8 +439,8 @@ func (m misuse) Error() string {
 	case m.op == opPut && uint64(b.tail)+uint64(n) > uint64(b.end):
 	case (m.op == opPut || m.op == opTrim) && b.m.dataLen != 0:
 		why = "on a nonlinear buffer (use PskbTrim or Linearize)"
-	case (m.op == opPut || m.op == opPush) && b.state == stateCloned && shared != 1:
-		why = fmt.Sprintf("on data shared by %d buffers (call Unshare or CowHead first)", shared)
+	case (m.op == opPut || m.op == opPush) && m.ref > 1:
+		why = fmt.Sprintf("on data shared by %d buffers (call Unshare or CowHead first)", m.ref)
 	}
 	return fmt.Sprintf("skb: %s %d %s: %s", opNames[m.op], n, why, b.geometry())
 }
@@ -450,20 +450,14 @@ func (b *Buff) geometry() string {
 		b.data, b.tail, b.end, b.m.len, b.m.dataLen)
 }
 
-// sharedWrite panics when b's data is shared: a change would show in the
-// other buffers sharing it.
-func (b *Buff) sharedWrite(op string, n int) {
-	if b.sharedNow() {
-		panic(fmt.Sprintf("skb: %s %d on data shared by %d buffers (call Unshare or CowHead first): %s",
-			op, n, atomic.LoadInt32(&b.shinfo.dataref), b.geometry()))
-	}
-}
 
 // writableShinfo panics unless b may change its shared info (frags, frag list,
 // GSO fields).
 func (b *Buff) writableShinfo(op string) {
 	if b.state == stateCloned {
-		b.sharedWrite(op, 0)
+		if r := atomic.LoadInt32(&b.shinfo.dataref); r != 1 {
+			panic(fmt.Sprintf("skb: %s on data shared by %d buffers (call Unshare or CowHead first): %s", op, r, b.geometry()))
+		}
 	}
 }
 

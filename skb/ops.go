@@ -348,7 +348,7 @@ func (b *Buff) pullTail(a Allocator, delta int) error {
 func (b *Buff) PskbTrim(a Allocator, n int) error {
 	b.checkLive()
 	if n < 0 {
-		panic(misuse{b, opTrim, n})
+		panic(misuse{b, opTrim, n, 0})
 	}
 	if n >= int(b.m.len) {
 		return nil

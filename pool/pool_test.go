@@ -1,0 +1,427 @@
+package pool_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/pool/pooltest"
+	"github.com/skbdev/skb/skb"
+)
+
+func TestMain(m *testing.M) { pooltest.Main(m) }
+
+func newPool(t *testing.T, cfg pool.Config) *pool.Pool {
+	t.Helper()
+	if cfg.Name == "" {
+		cfg.Name = t.Name()
+	}
+	p, err := pool.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil && !errors.Is(err, pool.ErrClosed) {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+func TestConfigErrors(t *testing.T) {
+	bad := []pool.Config{
+		{Headroom: -2},
+		{Classes: []pool.Class{}},
+		{Classes: []pool.Class{{Size: 32}}},
+		{Classes: []pool.Class{{Size: 512}, {Size: 512}}},
+		{Classes: []pool.Class{{Size: 2048, Contiguous: true}}},
+		{Classes: []pool.Class{{Size: 100}}},
+		{Classes: []pool.Class{{Size: 512, Max: -1}}},
+		{PageSize: 100},
+		{CacheSize: 1},
+		{Classes: make([]pool.Class, 9)},
+	}
+	for _, cfg := range bad {
+		if _, err := pool.New(cfg); !errors.Is(err, pool.ErrConfig) {
+			t.Errorf("New(%+v) = %v, want ErrConfig", cfg, err)
+		}
+	}
+}
+
+func TestClassesAndHeadroom(t *testing.T) {
+	p := newPool(t, pool.Config{})
+	c := p.NewCache()
+	defer c.Close()
+	for _, tc := range []struct{ size, end int }{
+		{0, pool.SmallSize}, {256, pool.SmallSize}, {384, pool.SmallSize}, {385, pool.FrameSize},
+		{1514, pool.FrameSize}, {1920, pool.FrameSize}, {1921, pool.LargeSize}, {65535, pool.LargeSize},
+	} {
+		b, err := c.Alloc(tc.size)
+		if err != nil {
+			t.Fatalf("Alloc(%d): %v", tc.size, err)
+		}
+		if b.End() != tc.end || b.Headroom() != skb.DefaultHeadroom || b.Tailroom() < tc.size {
+			t.Errorf("Alloc(%d): end %d headroom %d tailroom %d", tc.size, b.End(), b.Headroom(), b.Tailroom())
+		}
+		c.Free(b)
+	}
+	if _, err := c.Alloc(p.MaxAlloc() + 1); !errors.Is(err, pool.ErrTooBig) {
+		t.Fatalf("oversized: %v", err)
+	}
+	if _, err := c.Alloc(-1); !errors.Is(err, pool.ErrTooBig) {
+		t.Fatalf("negative: %v", err)
+	}
+	q := newPool(t, pool.Config{Headroom: pool.NoHeadroom})
+	b, err := q.Alloc(10)
+	if err != nil || b.Headroom() != 0 {
+		t.Fatalf("no headroom: %v %d", err, b.Headroom())
+	}
+	b.Free()
+}
+
+func TestExhaustedNeverBlocks(t *testing.T) {
+	p := newPool(t, pool.Config{Classes: []pool.Class{{Size: 2048, Max: 40}}, CacheSize: 16})
+	c := p.NewCache()
+	defer c.Close()
+	var got []*skb.Buff
+	for {
+		b, err := c.Alloc(100)
+		if errors.Is(err, pool.ErrExhausted) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b)
+		if len(got) > 40 {
+			t.Fatal("bounded class handed out more than Max")
+		}
+	}
+	if len(got) != 40 {
+		t.Fatalf("got %d buffers of 40", len(got))
+	}
+	if _, err := p.Alloc(1); !errors.Is(err, pool.ErrExhausted) {
+		t.Fatalf("pool alloc: %v", err)
+	}
+	bs := make([]*skb.Buff, 8)
+	if n, err := c.AllocN(bs, 1); n != 0 || !errors.Is(err, pool.ErrExhausted) {
+		t.Fatalf("AllocN: %d %v", n, err)
+	}
+	st := p.Stats()
+	if st.Classes[0].InFlight != 40 || st.Classes[0].Exhausted == 0 || st.Classes[0].Blocks != 40 {
+		t.Fatalf("stats: %+v", st.Classes[0])
+	}
+	c.FreeN(got)
+	b, err := c.Alloc(100)
+	if err != nil {
+		t.Fatalf("after frees: %v", err)
+	}
+	c.Free(b)
+}
+
+func TestStats(t *testing.T) {
+	p := newPool(t, pool.Config{CacheSize: 8})
+	c := p.NewCache()
+	bs := make([]*skb.Buff, 20)
+	if n, err := c.AllocN(bs, 1000); n != 20 || err != nil {
+		t.Fatal(n, err)
+	}
+	st := p.Stats()
+	f := st.Classes[1]
+	if f.Allocs != 20 || f.InFlight != 20 || f.CacheMisses == 0 || f.CacheHits+f.CacheMisses != 20 {
+		t.Fatalf("after allocs: %+v", f)
+	}
+	if st.InFlight() != 20 || st.Arenas == 0 || st.MappedBytes == 0 {
+		t.Fatalf("totals: %+v", st)
+	}
+	cl := c.Clone(bs[0])
+	if p.Stats().Headers.InFlight != 21 || p.Stats().Classes[1].InFlight != 20 {
+		t.Fatalf("clone counted: %+v", p.Stats().Headers)
+	}
+	c.Free(cl)
+	c.FreeN(bs)
+	c.Close()
+	st = p.Stats()
+	if st.Classes[1].InFlight != 0 || st.Headers.InFlight != 0 || st.Classes[1].Frees != 20 {
+		t.Fatalf("after frees: %v", st)
+	}
+	if !strings.Contains(st.String(), "in_flight") {
+		t.Fatal(st.String())
+	}
+}
+
+func TestContiguousArena(t *testing.T) {
+	p := newPool(t, pool.Config{Classes: []pool.Class{{Size: 2048, Max: 64, Contiguous: true}}, Populate: true})
+	a := p.Arena(0)
+	if a == nil || a.BlockSize() != 2048 || a.Blocks() != 64 || len(a.Bytes()) != 64*2048 {
+		t.Fatalf("arena: %+v", a)
+	}
+	c := p.NewCache()
+	defer c.Close()
+	seen := map[uint64]bool{}
+	var bs []*skb.Buff
+	for range 64 {
+		b, err := c.Alloc(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := b.HeadAddr()
+		if addr%2048 != 0 || addr >= 64*2048 || seen[addr] {
+			t.Fatalf("block address %d", addr)
+		}
+		seen[addr] = true
+		// The block is the arena's memory at that address.
+		b.Put(4)[0] = 0xab
+		if a.Bytes()[addr+uint64(b.Headroom())] != 0xab {
+			t.Fatal("HeadAddr does not address the arena")
+		}
+		if !p.Owns(b) {
+			t.Fatal("Owns")
+		}
+		bs = append(bs, b)
+	}
+	other := newPool(t, pool.Config{})
+	ob, _ := other.Alloc(1)
+	if p.Owns(ob) {
+		t.Fatal("Owns a foreign buffer")
+	}
+	ob.Free()
+	c.FreeN(bs)
+}
+
+func TestHugePagesFallBack(t *testing.T) {
+	p := newPool(t, pool.Config{HugePages: true})
+	b, err := p.Alloc(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Put(100)[99] = 1
+	b.Free()
+	t.Logf("huge pages in use: %v", p.Stats().HugePages)
+}
+
+func TestFrags(t *testing.T) {
+	p := newPool(t, pool.Config{PageSize: 4096, MaxPages: 2})
+	c := p.NewCache()
+	b, _ := c.Alloc(0)
+	for i := range 5 {
+		pg, off, err := c.AllocFrag(1000)
+		if err != nil {
+			t.Fatal(i, err)
+		}
+		if off%64 != 0 || off+1000 > pg.Len() {
+			t.Fatalf("frag %d at %d", i, off)
+		}
+		b.AddRxFrag(pg, off, 1000)
+	}
+	if b.Len() != 5000 || b.DataLen() != 5000 || b.NrFrags() != 5 {
+		t.Fatalf("len %d data_len %d frags %d", b.Len(), b.DataLen(), b.NrFrags())
+	}
+	if _, _, err := c.AllocFrag(5000); !errors.Is(err, pool.ErrTooBig) {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, _, err := c.AllocFrag(4096); err != nil {
+			// two pages in all: the cache holds one, the buffer the other
+			if !errors.Is(err, pool.ErrExhausted) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	c.Free(b)
+	c.Close()
+	if st := p.Stats(); st.Pages.InFlight != 0 {
+		t.Fatalf("pages in flight: %+v", st.Pages)
+	}
+}
+
+func TestLeakReport(t *testing.T) {
+	p, err := pool.New(pool.Config{Name: "leaky", Debug: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewCache()
+	b, _ := c.Alloc(10)
+	live := p.Outstanding()
+	if len(live) != 1 || live[0].Buff != b || !strings.Contains(live[0].Site, "TestLeakReport") {
+		t.Fatalf("outstanding: %+v", live)
+	}
+	err = p.Close()
+	if !errors.Is(err, pool.ErrLeak) || !strings.Contains(err.Error(), "leaky") || !strings.Contains(err.Error(), "TestLeakReport") {
+		t.Fatalf("close: %v", err)
+	}
+	if err := pool.CheckLeaks(); !errors.Is(err, pool.ErrLeak) {
+		t.Fatalf("CheckLeaks: %v", err)
+	}
+	// Give it back so that this binary's TestMain finds no leak.
+	b.Free()
+	if err := pool.CheckLeaks(); err != nil {
+		t.Fatalf("after free: %v", err)
+	}
+}
+
+func TestUseAfterFreePoisons(t *testing.T) {
+	p := newPool(t, pool.Config{Debug: true})
+	c := p.NewCache()
+	defer c.Close()
+	b, _ := c.Alloc(10)
+	d := b.Put(10)
+	copy(d, "0123456789")
+	c.Free(b)
+	if d[0] != 0x6b || d[9] != 0x6b {
+		t.Fatalf("freed data not poisoned: %x", d)
+	}
+	if b.IsLive() {
+		t.Fatal("freed buffer live")
+	}
+}
+
+func TestForeignBuffersGoHome(t *testing.T) {
+	p := newPool(t, pool.Config{})
+	q := newPool(t, pool.Config{})
+	cp, cq := p.NewCache(), q.NewCache()
+	defer cp.Close()
+	defer cq.Close()
+	b, _ := cp.Alloc(10)
+	cq.Free(b) // a buffer of p freed into q's cache goes back to p
+	if p.Stats().InFlight() != 0 || q.Stats().Headers.Frees != 0 {
+		t.Fatalf("p %v q %v", p.Stats(), q.Stats())
+	}
+	// A buffer of p whose head was reallocated by q's cache.
+	b, _ = cp.Alloc(10)
+	if err := b.ExpandHead(cq, 64, 0); err != nil {
+		t.Fatal(err)
+	}
+	cp.Free(b)
+	if p.Stats().InFlight() != 0 || q.Stats().Classes[0].InFlight != 0 {
+		t.Fatalf("p %v q %v", p.Stats(), q.Stats())
+	}
+}
+
+func TestPoolMethodsConcurrent(t *testing.T) {
+	p := newPool(t, pool.Config{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				b, err := p.Alloc(i % 3000)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n, _ := b.Clone(p)
+				n.Free()
+				b.Free()
+			}
+		})
+	}
+	wg.Wait()
+	if p.Stats().InFlight() != 0 {
+		t.Fatal(p.Stats())
+	}
+}
+
+// TestWorkersPassBuffers runs workers, each with its own cache, that allocate
+// buffers, clone some, and pass them round a ring of channels to be freed by
+// the next worker: blocks flow back through the depot. Run it with -race.
+// Nothing may be lost or leaked.
+func TestWorkersPassBuffers(t *testing.T) {
+	p := newPool(t, pool.Config{Classes: []pool.Class{{Size: 512, Max: 3000}, {Size: 2048, Max: 3000}}, CacheSize: 32, Debug: testing.Short()})
+	const workers, per = 4, 20000
+	chans := make([]chan *skb.Buff, workers)
+	for i := range chans {
+		chans[i] = make(chan *skb.Buff, 64)
+	}
+	var wg, producing sync.WaitGroup
+	var sent, freed [workers]int
+	allDone := make(chan struct{})
+	producing.Add(workers)
+	go func() { producing.Wait(); close(allDone) }()
+	for w := range workers {
+		wg.Go(func() {
+			c := p.NewCache()
+			defer c.Close()
+			// A worker that is done keeps draining its input until every
+			// worker is done, so that no sender waits on it forever.
+			defer func() {
+				producing.Done()
+				for {
+					select {
+					case x := <-chans[w]:
+						c.Free(x)
+						freed[w]++
+					case <-allDone:
+						return
+					}
+				}
+			}()
+			out, in := chans[(w+1)%workers], chans[w]
+			for i := range per {
+				b, err := c.Alloc(i % 1500)
+				if errors.Is(err, pool.ErrExhausted) {
+					// Blocks sit in other workers' queues: free what
+					// they sent us to make room, and skip this one.
+					select {
+					case x := <-in:
+						c.Free(x)
+						freed[w]++
+					default:
+					}
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b.Put(1)[0] = byte(w)
+				// Sending must not block while our own input is full, or
+				// the ring of workers would deadlock: drain while waiting.
+				send := func(x *skb.Buff) {
+					for {
+						select {
+						case out <- x:
+							sent[w]++
+							return
+						case y := <-in:
+							c.Free(y)
+							freed[w]++
+						}
+					}
+				}
+				if i%7 == 0 {
+					send(c.Clone(b))
+				}
+				send(b)
+				for len(in) > 32 {
+					c.Free(<-in)
+					freed[w]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for w := range workers {
+		close(chans[w])
+		c := p.NewCache()
+		for b := range chans[w] {
+			c.Free(b)
+			freed[w]++
+		}
+		c.Close()
+	}
+	total := func(a [workers]int) (n int) {
+		for _, x := range a {
+			n += x
+		}
+		return n
+	}
+	if total(sent) != total(freed) {
+		t.Fatalf("sent %d freed %d", total(sent), total(freed))
+	}
+	if st := p.Stats(); st.InFlight() != 0 || st.Classes[0].InFlight != 0 || st.Classes[1].InFlight != 0 {
+		t.Fatalf("after the run: %v", st)
+	}
+}

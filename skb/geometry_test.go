@@ -1,0 +1,290 @@
+package skb_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// mustPanic runs f and checks that it panics with a message containing every
+// one of want.
+func mustPanic(t *testing.T, f func(), want ...string) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Fatalf("no panic; want one mentioning %q", want)
+		}
+		msg := fmt.Sprint(r)
+		for _, w := range want {
+			if !strings.Contains(msg, w) {
+				t.Fatalf("panic %q does not mention %q", msg, w)
+			}
+		}
+	}()
+	f()
+}
+
+func TestGeometry(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, err := c.Alloc(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free(b)
+	end := b.End()
+	if b.Headroom() != skb.DefaultHeadroom || b.Len() != 0 || b.Tailroom() != end-skb.DefaultHeadroom || end != pool.FrameSize {
+		t.Fatalf("fresh buffer: headroom %d len %d tailroom %d end %d", b.Headroom(), b.Len(), b.Tailroom(), end)
+	}
+	steps := []struct {
+		name                     string
+		op                       func()
+		headroom, len, tailroom int
+		data                     string
+	}{
+		{"reserve", func() { b.Reserve(16) }, 144, 0, end - 144, ""},
+		{"put", func() { copy(b.Put(5), "hello") }, 144, 5, end - 149, "hello"},
+		{"push", func() { copy(b.Push(3), "abc") }, 141, 8, end - 149, "abchello"},
+		{"pull", func() {
+			if h := b.Pull(2); string(h) != "ab" {
+				t.Fatalf("pulled %q", h)
+			}
+		}, 143, 6, end - 149, "chello"},
+		{"trim", func() { b.Trim(4) }, 143, 4, end - 147, "chel"},
+		{"trim longer is a no-op", func() { b.Trim(100) }, 143, 4, end - 147, "chel"},
+		{"put zero", func() { b.Put(0) }, 143, 4, end - 147, "chel"},
+		{"push all headroom", func() { b.Push(143) }, 0, 147, end - 147, ""},
+		{"pull it back", func() { b.Pull(143) }, 143, 4, end - 147, "chel"},
+	}
+	for _, s := range steps {
+		s.op()
+		if b.Headroom() != s.headroom || b.Len() != s.len || b.HeadLen() != s.len || b.Tailroom() != s.tailroom {
+			t.Fatalf("%s: headroom %d len %d headlen %d tailroom %d; want %d %d %d", s.name, b.Headroom(), b.Len(), b.HeadLen(), b.Tailroom(), s.headroom, s.len, s.tailroom)
+		}
+		if s.data != "" && string(b.Data()) != s.data {
+			t.Fatalf("%s: data %q, want %q", s.name, b.Data(), s.data)
+		}
+	}
+}
+
+func TestMisusePanics(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	fresh := func() *skb.Buff {
+		b, err := c.Alloc(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Free(b) })
+		return b
+	}
+	tests := []struct {
+		name string
+		f    func(b *skb.Buff)
+		want []string
+	}{
+		{"push past headroom", func(b *skb.Buff) { b.Push(129) }, []string{"push 129 past the headroom", "data 128", "tail 128"}},
+		{"put past end", func(b *skb.Buff) { b.Put(b.Tailroom() + 1) }, []string{"put 385 past the end", "end 512"}},
+		{"pull past len", func(b *skb.Buff) { b.Put(10); b.Pull(11) }, []string{"pull 11 past the end", "len 10"}},
+		{"negative put", func(b *skb.Buff) { b.Put(-1) }, []string{"put -1 is negative"}},
+		{"negative push", func(b *skb.Buff) { b.Push(-1) }, []string{"push -1"}},
+		{"negative trim", func(b *skb.Buff) { b.Trim(-1) }, []string{"trim -1"}},
+		{"reserve on data", func(b *skb.Buff) { b.Put(1); b.Reserve(1) }, []string{"reserve 1 on a buffer holding data"}},
+		{"reserve past end", func(b *skb.Buff) { b.Reserve(5000) }, []string{"reserve 5000 past the end"}},
+		{"put on shared", func(b *skb.Buff) {
+			n := c.Clone(b)
+			defer c.Free(n)
+			b.Put(1)
+		}, []string{"put 1 on data shared by 2 buffers", "Unshare"}},
+		{"push on shared clone", func(b *skb.Buff) {
+			n := c.Clone(b)
+			defer c.Free(n)
+			n.Push(4)
+		}, []string{"push 4 on data shared by 2 buffers"}},
+		{"put on nonlinear", func(b *skb.Buff) {
+			p, off, err := c.AllocFrag(10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.AddRxFrag(p, off, 10)
+			b.Put(1)
+		}, []string{"put 1 on a nonlinear buffer"}},
+		{"trim nonlinear", func(b *skb.Buff) {
+			p, off, _ := c.AllocFrag(10)
+			b.AddRxFrag(p, off, 10)
+			b.Trim(5)
+		}, []string{"trim 5 on a nonlinear buffer"}},
+		{"frag outside page", func(b *skb.Buff) {
+			p, off, _ := c.AllocFrag(10)
+			defer p.Put()
+			b.AddRxFrag(p, off, pool.DefaultPageSize)
+		}, []string{"outside a page"}},
+		{"frag index", func(b *skb.Buff) { b.Frag(0) }, []string{"frag 0 of 0"}},
+		{"header outside block", func(b *skb.Buff) { b.SetNetworkHeader(-200) }, []string{"header offset -200 outside the block"}},
+		{"expand negative", func(b *skb.Buff) { b.ExpandHead(c, -1, 0) }, []string{"expand head by -1"}},
+		{"gso range", func(b *skb.Buff) { b.SetGSO(70000, 1, skb.GSOUDPL4) }, []string{"gso_size 70000"}},
+		{"queue mapping range", func(b *skb.Buff) { b.SetQueueMapping(1 << 16) }, []string{"queue mapping 65536"}},
+		{"own frag list", func(b *skb.Buff) { b.AddFragList(b) }, []string{"own frag list"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := fresh()
+			mustPanic(t, func() { tt.f(b) }, tt.want...)
+		})
+	}
+}
+
+func TestDoubleFreeNamesSites(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(10)
+	c.Free(b)
+	mustPanic(t, func() { c.Free(b) }, "double free", "allocated at:", "TestDoubleFreeNamesSites", "freed at:")
+	mustPanic(t, func() { b.Free() }, "double free")
+}
+
+func TestChecksumState(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(100)
+	defer c.Free(b)
+	b.Put(60)
+	if b.IPSummed() != skb.ChecksumNone || b.IPSummed().String() != "CHECKSUM_NONE" {
+		t.Fatalf("fresh state %v", b.IPSummed())
+	}
+	for _, bad := range [][2]int{{-1, 0}, {59, 0}, {20, 40}, {0, 70000}} {
+		if err := b.SetChecksumPartial(bad[0], bad[1]); !errors.Is(err, skb.ErrRange) {
+			t.Fatalf("SetChecksumPartial(%d, %d) = %v, want ErrRange", bad[0], bad[1], err)
+		}
+	}
+	if err := b.SetChecksumPartial(34, 6); err != nil {
+		t.Fatal(err)
+	}
+	b.Push(14)
+	if b.IPSummed() != skb.ChecksumPartial || b.CsumStart() != 48 || b.CsumOffset() != 6 {
+		t.Fatalf("after push: %v start %d offset %d", b.IPSummed(), b.CsumStart(), b.CsumOffset())
+	}
+	if err := b.CowHead(c, 300); err != nil {
+		t.Fatal(err)
+	}
+	if b.Headroom() < 300 || b.CsumStart() != 48 {
+		t.Fatalf("after cow_head: headroom %d start %d", b.Headroom(), b.CsumStart())
+	}
+	if err := b.ExpandHead(c, 64, 64); err != nil {
+		t.Fatal(err)
+	}
+	if b.CsumStart() != 48 {
+		t.Fatalf("after expand_head: start %d", b.CsumStart())
+	}
+	for _, hr := range []int{0, 17, 1000} {
+		n, err := b.CopyExpand(c, hr, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Headroom() != hr || n.CsumStart() != 48 || n.CsumOffset() != 6 || n.IPSummed() != skb.ChecksumPartial {
+			t.Fatalf("copy with headroom %d: headroom %d start %d", hr, n.Headroom(), n.CsumStart())
+		}
+		c.Free(n)
+	}
+	b.SetChecksumComplete(0x1234)
+	if b.IPSummed() != skb.ChecksumComplete || b.Csum() != 0x1234 {
+		t.Fatal("complete")
+	}
+	b.SetChecksumUnnecessary()
+	if b.IPSummed().String() != "CHECKSUM_UNNECESSARY" {
+		t.Fatal(b.IPSummed())
+	}
+	b.SetChecksumNone()
+	if b.IPSummed() != skb.ChecksumNone {
+		t.Fatal(b.IPSummed())
+	}
+}
+
+func TestHeaderOffsets(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(200)
+	defer c.Free(b)
+	copy(b.Put(42), bytes.Repeat([]byte{7}, 42))
+	if b.MacHeaderWasSet() || b.NetworkHeaderWasSet() || b.TransportHeaderWasSet() || b.MacHeader() != nil || b.MacLen() != 0 {
+		t.Fatal("fresh buffer has headers set")
+	}
+	b.ResetMacHeader()
+	b.SetNetworkHeader(14)
+	b.SetTransportHeader(34)
+	check := func(step string, mac, nw, tr int) {
+		t.Helper()
+		if b.MacOffset() != mac || b.NetworkOffset() != nw || b.TransportOffset() != tr || b.MacLen() != 14 {
+			t.Fatalf("%s: offsets %d %d %d maclen %d; want %d %d %d", step, b.MacOffset(), b.NetworkOffset(), b.TransportOffset(), b.MacLen(), mac, nw, tr)
+		}
+		if len(b.TransportHeader()) != 42-34-(0-mac)+mac-mac && len(b.TransportHeader()) != 8 {
+			t.Fatalf("%s: transport header %d bytes", step, len(b.TransportHeader()))
+		}
+	}
+	check("set", 0, 14, 34)
+	b.Pull(14)
+	check("pull", -14, 0, 20)
+	if len(b.MacHeader()) != 42 || len(b.NetworkHeader()) != 28 {
+		t.Fatalf("header slices %d %d", len(b.MacHeader()), len(b.NetworkHeader()))
+	}
+	b.Push(14)
+	check("push", 0, 14, 34)
+	if err := b.ExpandHead(c, 100, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("expand", 0, 14, 34)
+	n, _ := b.CopyExpand(c, 0, 0)
+	defer c.Free(n)
+	if n.MacOffset() != 0 || n.NetworkOffset() != 14 || n.TransportOffset() != 34 {
+		t.Fatalf("copy: %d %d %d", n.MacOffset(), n.NetworkOffset(), n.TransportOffset())
+	}
+	b.ResetNetworkHeader()
+	b.ResetTransportHeader()
+	if b.NetworkOffset() != 0 || b.TransportOffset() != 0 {
+		t.Fatal("reset")
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(10)
+	b.SetProtocol(0x86dd)
+	b.SetPriority(6)
+	b.SetMark(0xabc)
+	b.SetHash(0xdeadbeef, true)
+	b.SetQueueMapping(3)
+	b.SetTstamp(1234567890)
+	b.SetGSO(1400, 10, skb.GSOUDPL4)
+	check := func(x *skb.Buff) {
+		t.Helper()
+		h, l4 := x.Hash()
+		if x.Protocol() != 0x86dd || x.Priority() != 6 || x.Mark() != 0xabc || h != 0xdeadbeef || !l4 || x.QueueMapping() != 3 || x.Tstamp() != 1234567890 {
+			t.Fatalf("metadata lost: %v %v %v %v %v %v", x.Protocol(), x.Priority(), x.Mark(), h, x.QueueMapping(), x.Tstamp())
+		}
+		if x.GSOSize() != 1400 || x.GSOSegs() != 10 || x.GSOType() != skb.GSOUDPL4 || !x.IsGSO() {
+			t.Fatalf("gso lost: %d %d %v", x.GSOSize(), x.GSOSegs(), x.GSOType())
+		}
+	}
+	check(b)
+	for name, mk := range map[string]func() (*skb.Buff, error){
+		"clone":     func() (*skb.Buff, error) { return b.Clone(c) },
+		"copy":      func() (*skb.Buff, error) { return b.Copy(c) },
+		"pskb_copy": func() (*skb.Buff, error) { return b.PskbCopy(c) },
+	} {
+		n, err := mk()
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		check(n)
+		c.Free(n)
+	}
+	c.Free(b)
+	b2, _ := c.Alloc(10)
+	defer c.Free(b2)
+	h, _ := b2.Hash()
+	if b2.Protocol() != 0 || b2.Mark() != 0 || h != 0 || b2.IsGSO() || b2.Tstamp() != 0 {
+		t.Fatal("reused buffer keeps metadata: the clear before dataref missed a field")
+	}
+}
