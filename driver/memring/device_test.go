@@ -312,8 +312,8 @@ func TestTwoGoroutines(t *testing.T) {
 }
 
 // TestCloseDuringPoll closes a device from another goroutine while its
-// owner's handler is running: Close returns at once, and the buffers are
-// freed when Poll returns.
+// owner's handler is running: Close returns at once, Poll hands nothing more
+// over, and the buffers are freed when Poll returns.
 func TestCloseDuringPoll(t *testing.T) {
 	a, b, _ := newPair(t, memring.Config{})
 	for i := range 4 {
@@ -346,13 +346,36 @@ func TestCloseDuringPoll(t *testing.T) {
 	if err := <-polled; err != nil {
 		t.Errorf("Poll during Close: %v", err)
 	}
-	if st := b.Stats(); st.RxPackets != 4 {
-		t.Errorf("rx_packets %d; want the 4 packets handed over before Close took effect", st.RxPackets)
+	if st := b.Stats(); st.RxPackets != 1 || st.RxDropped[netdev.DropClosed] != 3 {
+		t.Errorf("rx_packets %d, rx_dropped_closed %d; want 1 handed over before Close, 3 never polled", st.RxPackets, st.RxDropped[netdev.DropClosed])
 	}
 	// What a sends now finds the peer closed.
 	xmit(t, a, 9, 100, false)
-	if st := b.Stats(); st.RxDropped[netdev.DropClosed] != 1 {
-		t.Errorf("rx_dropped_closed %d after a packet was sent to a closed device; want 1", st.RxDropped[netdev.DropClosed])
+	if st := b.Stats(); st.RxDropped[netdev.DropClosed] != 4 {
+		t.Errorf("rx_dropped_closed %d after a packet was sent to a closed device; want 4", st.RxDropped[netdev.DropClosed])
+	}
+}
+
+// TestCloseInHandler closes the device from Poll's handler: Poll hands
+// nothing more over, and the buffers are freed as it returns.
+func TestCloseInHandler(t *testing.T) {
+	a, b, _ := newPair(t, memring.Config{})
+	for i := range 10 {
+		xmit(t, a, uint32(i), 100, i < 9)
+	}
+	calls := 0
+	n, err := b.Poll(64, func(x *skb.Buff) {
+		calls++
+		x.Free()
+		if err := b.Close(); err != nil {
+			t.Errorf("Close in the handler: %v", err)
+		}
+	})
+	if n != 1 || calls != 1 || err != nil {
+		t.Errorf("Poll closed by its handler returned %d, %v after %d calls; want 1, nil, 1", n, err, calls)
+	}
+	if st := b.Stats(); st.RxDropped[netdev.DropClosed] != 9 {
+		t.Errorf("rx_dropped_closed %d; want the 9 packets never handed over", st.RxDropped[netdev.DropClosed])
 	}
 }
 

@@ -382,7 +382,8 @@ func spin(dur time.Duration) {
 // no buffer for either, the packet is dropped (rx_dropped_nobuf) and its ring
 // buffer reposted, so that the ring never runs dry. The reposted slots are
 // published once per call. h owns each buffer it is given; it may call Xmit
-// on either device but not Poll. Budget 0 or less hands nothing over. Poll
+// on either device, and Close, but not Poll; once the device is closed Poll
+// hands nothing more over. Budget 0 or less hands nothing over. Poll
 // returns an error wrapping netdev.ErrClosed after Close, and allocates
 // nothing on the Go heap.
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
@@ -393,6 +394,9 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	r := d.rx
 	n := 0
 	for n < budget && r.ready() {
+		if d.state.Load()&1 != 0 {
+			break // closed while handing over: stop, the rest is freed on return
+		}
 		s := r.slot(r.poll)
 		r.poll++
 		b, l := s.b, s.n
