@@ -450,7 +450,6 @@ func (b *Buff) geometry() string {
 		b.data, b.tail, b.end, b.m.len, b.m.dataLen)
 }
 
-
 // writableShinfo panics unless b may change its shared info (frags, frag list,
 // GSO fields).
 func (b *Buff) writableShinfo(op string) {

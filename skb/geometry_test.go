@@ -43,10 +43,10 @@ func TestGeometry(t *testing.T) {
 		t.Fatalf("fresh buffer: headroom %d len %d tailroom %d end %d", b.Headroom(), b.Len(), b.Tailroom(), end)
 	}
 	steps := []struct {
-		name                     string
-		op                       func()
+		name                    string
+		op                      func()
 		headroom, len, tailroom int
-		data                     string
+		data                    string
 	}{
 		{"reserve", func() { b.Reserve(16) }, 144, 0, end - 144, ""},
 		{"put", func() { copy(b.Put(5), "hello") }, 144, 5, end - 149, "hello"},
