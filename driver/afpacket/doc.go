@@ -49,13 +49,28 @@
 //
 // # Speed
 //
-// On a 2-vCPU VM, veth between two namespaces, 64-byte UDP payloads (106-byte
-// frames), sender pinned to CPU 0 and receiver to CPU 1, medians of 3
-// four-second runs into the C TPACKET_V3 reference receiver: see the
-// project's speed notes for the figures; both modes run within a few percent
-// of the C reference (AF_PACKET sendmmsg), as the kernel's transmit and
-// receive work (about 3 µs per frame, all of it on the sender's core) is
-// the cost, and the driver's own work is under 60 ns per frame.
+// Measured on a 2-vCPU VM shared with other work, veth between two
+// namespaces, 106-byte frames (64-byte UDP payloads), 64 frames per
+// doorbell, sender pinned to CPU 0 and receiver to CPU 1, C reference
+// receiver (TPACKET_V3 ring), medians of 7 alternating 3-second runs:
+//
+//	sender                       frames/s   sender CPU per frame
+//	C afp_send, sendmmsg          229 k      3.16 µs
+//	afpacket TxMmsg               255 k      3.32 µs
+//	afpacket TxRing               240 k      3.53 µs
+//	C afp_send, TX ring (V2)      257 k      3.29 µs
+//
+// Both modes are level with C: over 99% of the sender's time is the
+// kernel's (transmit, and on veth the receive side's softirq too, on the
+// sender's core), and run-to-run noise on this machine is larger than the
+// differences. The doorbells are raw system calls: through the runtime's
+// syscall path, a 200 µs sendmmsg let the runtime's monitor take the P
+// from the sending thread every time, which made six to ten times as many
+// context switches and cost a few percent more CPU per frame. In one process (sender in
+// A, this package's receiver in B, BenchmarkXmit) the transmit ring is
+// 1.4 to 1.8 times as fast as sendmmsg at burst 64 for 64- to 1500-byte
+// frames (about 250 k frames/s against 140-175 k), which is why it is the
+// default; the cause of sendmmsg's slowdown there is not known.
 //
 // # What it is not
 //

@@ -4,7 +4,12 @@ package afpacket
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,11 +19,68 @@ import (
 	"github.com/skbdev/skb/lab"
 	"github.com/skbdev/skb/lab/labtest"
 	"github.com/skbdev/skb/netdev"
-	"github.com/skbdev/skb/pool/pooltest"
+	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
 
-func TestMain(m *testing.M) { pooltest.Main(m) }
+// TestMain fails the package when the tests pass but leave buffers in a
+// pool, descriptors open or goroutines running.
+func TestMain(m *testing.M) {
+	// The runtime's poller and os/exec keep descriptors of their own once
+	// used: use both before counting.
+	if r, w, err := os.Pipe(); err == nil {
+		r.SetReadDeadline(time.Now())
+		r.Close()
+		w.Close()
+	}
+	exec.Command("true").Run()
+	fds := openFDs()
+	g := runtime.NumGoroutine()
+	code := m.Run()
+	if code == 0 {
+		var leaks []string
+		if err := pool.CheckLeaks(); err != nil {
+			leaks = append(leaks, fmt.Sprintf("buffers: %v", err))
+		}
+		// Goroutines and descriptors of finished tests go away shortly.
+		deadline := time.Now().Add(2 * time.Second)
+		for (openFDs() > fds || runtime.NumGoroutine() > g) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := openFDs(); n > fds {
+			leaks = append(leaks, fmt.Sprintf("%d descriptors open before the tests, %d after: %s", fds, n, fdNames()))
+		}
+		if n := runtime.NumGoroutine(); n > g {
+			buf := make([]byte, 1<<16)
+			leaks = append(leaks, fmt.Sprintf("%d goroutines before the tests, %d after:\n%s", g, n, buf[:runtime.Stack(buf, true)]))
+		}
+		if leaks != nil {
+			fmt.Fprintf(os.Stderr, "afpacket tests leaked:\n%s\n", strings.Join(leaks, "\n"))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// fdNames lists the process's open descriptors and what they are.
+func fdNames() string {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	var names []string
+	for _, e := range ents {
+		l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		names = append(names, e.Name()+"="+l)
+	}
+	return strings.Join(names, " ")
+}
+
+// openFDs counts the process's open descriptors.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(ents)
+}
 
 // testPort is the UDP port the test frames go to.
 const testPort = 9000
