@@ -40,9 +40,11 @@ type fragState struct {
 // packets to each other); blocks then flow back through the depot.
 type Cache struct {
 	p        *Pool
+	fastHome *Pool // p, or nil in debug mode: Free's fast path compares with it
 	headroom int
 	size     int
 	debug    bool
+	classTab [classTableMax/32 + 1]uint8
 	ncls     int
 	cls      [maxClasses]cacheClass
 	hdrs     []*skb.Buff
@@ -57,13 +59,32 @@ func (c *Cache) Pool() *Pool { return c.p }
 // Headroom returns the headroom Alloc reserves, in bytes.
 func (c *Cache) Headroom() int { return c.headroom }
 
+// classTableMax is the largest size the class table answers for, in bytes;
+// larger requests walk the classes.
+const classTableMax = 4096
+
 // class returns the index of the smallest class of at least n bytes, or ncls.
 func (c *Cache) class(n uint) int {
+	if n <= classTableMax {
+		return int(c.classTab[(n+31)>>5])
+	}
 	i := 0
 	for i < c.ncls && n > uint(c.cls[i].blockSize) {
 		i++
 	}
 	return i
+}
+
+// fillClassTab precomputes class for every size up to classTableMax in steps
+// of 32 bytes.
+func (c *Cache) fillClassTab() {
+	for k := range c.classTab {
+		n, i := uint(k)<<5, 0
+		for i < c.ncls && n > uint(c.cls[i].blockSize) {
+			i++
+		}
+		c.classTab[k] = uint8(i)
+	}
 }
 
 // Alloc returns an empty buffer with the pool's headroom and at least size
@@ -130,6 +151,22 @@ func (c *Cache) AllocN(bs []*skb.Buff, size int) (int, error) {
 // allocated from any Cache of the same pool (buffers of another pool go back
 // to that pool). It panics on a double free.
 func (c *Cache) Free(b *skb.Buff) {
+	// The common case: a never-cloned linear buffer of this pool. Its header
+	// goes back with the block it holds: the next Alloc of this class gets
+	// both with one pop.
+	if b.Home() == c.fastHome {
+		if s := b.ReleasePlain(); s != nil {
+			i := s.Class()
+			cc := &c.cls[i]
+			if len(cc.free) == cap(cc.free) {
+				c.drain(i)
+			}
+			cc.free = append(cc.free, b)
+			cc.st.frees.inc()
+			c.hdrSt.frees.inc()
+			return
+		}
+	}
 	s := b.Release(c)
 	if s == nil {
 		// Another buffer still shares the data: only the header comes back.
@@ -146,8 +183,6 @@ func (c *Cache) Free(b *skb.Buff) {
 		c.RecycleBuff(b)
 		return
 	}
-	// The header goes back with the block it last held: the next Alloc of
-	// this class gets both with one pop.
 	cc := &c.cls[s.Class()]
 	if len(cc.free) == cap(cc.free) {
 		c.drain(s.Class())

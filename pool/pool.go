@@ -397,6 +397,10 @@ func (p *Pool) NewCache() *Cache {
 		c.cls[i].blockSize = p.classes[i].cfg.Size
 	}
 	c.hdrs = make([]*skb.Buff, 0, c.size)
+	c.fillClassTab()
+	if !c.debug {
+		c.fastHome = p
+	}
 	p.mu.Lock()
 	p.caches = append(p.caches, c)
 	p.mu.Unlock()

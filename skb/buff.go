@@ -164,8 +164,8 @@ func (s *Shared) Dataref() int { return int(atomic.LoadInt32(&s.dataref)) }
 // Buff states, for double-free detection.
 const (
 	stateFree      uint8 = iota
-	stateLive            // allocated, never cloned, plain linear data: Release is a store
-	stateLiveExtra       // allocated, never cloned, may hold frags, a frag list or a destructor
+	stateLive            // allocated, never cloned, plain linear data in a block of its own allocator: Release is a store
+	stateLiveExtra       // allocated, never cloned, may hold frags, a frag list or a destructor, or a block of another allocator
 	stateCloned          // allocated and cloned (skb->cloned): dataref is atomic
 )
 
@@ -225,8 +225,8 @@ func (b *Buff) Build(s *Shared, headroom int) {
 }
 
 // Attach pairs the free header b with the free data block s, so that an
-// allocator can keep them together and hand both out with Reuse. For
-// allocators only: it panics if b is in use.
+// allocator can keep them together and hand both out with Reuse; both must be
+// the same allocator's. For allocators only: it panics if b is in use.
 func (b *Buff) Attach(s *Shared) {
 	if b.state != stateFree {
 		panic("skb: attach to a buffer in use")
@@ -387,7 +387,8 @@ func (b *Buff) Trim(n int) {
 }
 
 // markExtra records that b's shared info may hold frags, a frag list or a
-// destructor, so that releasing it takes the slow path.
+// destructor, or that its block belongs to another allocator than its header,
+// so that releasing it takes the slow path.
 func (b *Buff) markExtra() {
 	if b.state == stateLive {
 		b.state = stateLiveExtra

@@ -69,6 +69,18 @@ func (b *Buff) Release(r Recycler) *Shared {
 	return b.shinfo
 }
 
+// ReleasePlain is Release for allocators' fast path: when b was never cloned
+// and holds plain linear data in a block of its own allocator, it marks b
+// free and returns the block, which the allocator may keep paired with b.
+// Otherwise it does nothing and returns nil, and the caller uses Release.
+func (b *Buff) ReleasePlain() *Shared {
+	if b.state != stateLive {
+		return nil
+	}
+	b.state = stateFree
+	return b.shinfo
+}
+
 func (b *Buff) releaseSlow(r Recycler) *Shared {
 	if b.state == stateFree {
 		panic("skb: double free of " + b.describe())

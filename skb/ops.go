@@ -158,6 +158,9 @@ func (b *Buff) relinearize(a Allocator, headroom, tailroom int) error {
 	b.shinfo = s
 	b.m.dataLen = 0
 	b.state = stateLive
+	if s.home != b.home {
+		b.state = stateLiveExtra
+	}
 	shiftHeaders(&b.m, delta)
 	return nil
 }
@@ -242,7 +245,7 @@ func (b *Buff) ExpandHead(a Allocator, nhead, ntail int) error {
 	b.tail += uint32(nhead)
 	b.end = uint32(len(s.mem))
 	b.state = stateLive
-	if s.hasExtra() {
+	if s.hasExtra() || s.home != b.home {
 		b.state = stateLiveExtra
 	}
 	shiftHeaders(&b.m, nhead)
