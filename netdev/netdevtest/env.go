@@ -87,6 +87,9 @@ func open(t *testing.T, s *suite, cfg netdev.Config, debug bool) *env {
 	// closes the pool when the factory skipped or failed.
 	t.Cleanup(e.finish)
 	pair := s.f(t, cfg)
+	if pair != nil {
+		e.tx, e.rx = pair.TX, pair.RX // closed by finish, whatever else is wrong
+	}
 	switch {
 	case pair == nil:
 		t.Fatal("factory returned a nil Pair")
@@ -97,7 +100,7 @@ func open(t *testing.T, s *suite, cfg netdev.Config, debug bool) *env {
 	case pair.MaxPayload < 4:
 		t.Fatalf("Pair.MaxPayload is %d, want at least 4", pair.MaxPayload)
 	}
-	e.pair, e.tx, e.rx = pair, pair.TX, pair.RX
+	e.pair = pair
 	// Runs before the factory's cleanups: the devices close while what they
 	// run on still exists.
 	t.Cleanup(e.finish)
