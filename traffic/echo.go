@@ -1,0 +1,250 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// EchoConfig configures an echo server, the other end of PingPong. The
+// zero value answers every datagram, sleeping in the device's Wait between
+// empty polls, and stops after DefaultSinkDuration or DefaultEchoIdle
+// without a request once one came.
+type EchoConfig struct {
+	// Budget is the most packets one Poll hands over; 0 means
+	// DefaultBudget.
+	Budget int
+
+	// Spin polls again at once after an empty Poll instead of sleeping in
+	// the device's Wait (busy polling).
+	Spin bool
+
+	// Duration bounds the run (0 means DefaultSinkDuration); Idle stops it
+	// after this long without a request once one came (0 means
+	// DefaultEchoIdle, negative never); Count stops it after this many
+	// answers (0: no limit).
+	Duration time.Duration
+	Idle     time.Duration
+	Count    uint64
+
+	// Link says the device hands over Ethernet frames: only UDP frames to
+	// Port (any when 0) and to Addr (any when invalid) are answered, with
+	// Ethernet and IP addresses and ports swapped; other frames are freed
+	// and counted in Other.
+	Link bool
+	Port uint16
+	Addr netip.Addr
+
+	// OnInterval, when set, is called on the server's goroutine every
+	// Interval (0 means DefaultInterval).
+	OnInterval func(EchoInterval)
+	Interval   time.Duration
+}
+
+// EchoInterval is what one interval of an echo run answered.
+type EchoInterval struct {
+	Elapsed time.Duration
+	Seconds float64
+	Echoed  uint64
+	PPS     float64
+}
+
+// EchoResult is what an echo run did.
+type EchoResult struct {
+	Echoed  uint64  // packets answered
+	Bytes   uint64  // their lengths
+	Seconds float64 // from the first request to the last
+	Other   uint64  // frames not answered (link-layer mode)
+	// Errors counts answers the device refused; FirstErr is the first.
+	Errors   uint64
+	FirstErr error
+}
+
+type echoer struct {
+	dev     netdev.Device
+	cache   *pool.Cache
+	ax      AddrXmitter
+	cfg     EchoConfig
+	res     EchoResult
+	stop    bool
+	handler netdev.Handler
+}
+
+// Echo answers every request dev receives by sending the very buffer back
+// (Xmit takes it: no copy, no clone, seed 000): to its source with XmitTo on
+// an AddrXmitter, with Xmit on another datagram device, and as a frame with
+// its addresses swapped on a link-layer one. The answers of one Poll share
+// one doorbell. It runs on dev's goroutine until its bounds or ctx end it,
+// and returns an error wrapping ErrConfig for an invalid config, or the
+// device's error (netdev.ErrClosed when it was closed under the run), with
+// the result so far.
+func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, error) {
+	e := &echoer{dev: dev, cache: dev.Cache(), cfg: cfg}
+	cfg.Budget = cmp0(cfg.Budget, DefaultBudget)
+	cfg.Duration = cmp0(cfg.Duration, DefaultSinkDuration)
+	cfg.Idle = cmp0(cfg.Idle, DefaultEchoIdle)
+	cfg.Interval = cmp0(cfg.Interval, DefaultInterval)
+	if cfg.Budget < 1 || cfg.Duration < 0 || cfg.Interval < 0 {
+		return EchoResult{}, fmt.Errorf("traffic: echo: %w: budget %d, duration %v, interval %v", ErrConfig, cfg.Budget, cfg.Duration, cfg.Interval)
+	}
+	e.cfg = cfg
+	if !cfg.Link {
+		e.ax, _ = dev.(AddrXmitter)
+	}
+	e.handler = e.handle
+	r, err := e.loop(ctx)
+	if err != nil {
+		err = fmt.Errorf("traffic: echo: %w", err)
+	}
+	return r, err
+}
+
+func (e *echoer) handle(b *skb.Buff) {
+	if e.stop {
+		e.cache.Free(b)
+		return
+	}
+	n := b.Len()
+	var err error
+	switch {
+	case e.cfg.Link:
+		if !e.reflect(b) {
+			e.res.Other++
+			e.cache.Free(b)
+			return
+		}
+		err = e.dev.Xmit(b, true)
+	case e.ax != nil:
+		err = e.ax.XmitTo(b, e.ax.Src(), true)
+	default:
+		err = e.dev.Xmit(b, true)
+	}
+	e.count(n, err)
+}
+
+func (e *echoer) count(n int, err error) {
+	if err != nil {
+		e.res.Errors++
+		if e.res.FirstErr == nil {
+			e.res.FirstErr = err
+		}
+		if errors.Is(err, netdev.ErrClosed) {
+			e.stop = true
+		}
+		return
+	}
+	e.res.Echoed++
+	e.res.Bytes += uint64(n)
+	if e.cfg.Count > 0 && e.res.Echoed >= e.cfg.Count {
+		e.stop = true
+	}
+}
+
+// reflect turns the frame in b into its answer, reporting false for a frame
+// not to be answered.
+func (e *echoer) reflect(b *skb.Buff) bool {
+	if b.IsNonlinear() {
+		if err := b.Linearize(e.cache); err != nil {
+			return false
+		}
+	}
+	data := b.Data()
+	f, err := header.ParseFrame(data)
+	if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment {
+		return false
+	}
+	if e.cfg.Port != 0 && header.UDP(data[f.TransportOffset:]).DestinationPort() != e.cfg.Port {
+		return false
+	}
+	if e.cfg.Addr.IsValid() {
+		var dst netip.Addr
+		if f.EtherType == header.EtherTypeIPv4 {
+			dst = header.IPv4(data[f.NetworkOffset:]).Destination()
+		} else {
+			dst = header.IPv6(data[f.NetworkOffset:]).Destination()
+		}
+		if dst != e.cfg.Addr {
+			return false
+		}
+	}
+	if b.Cloned() {
+		if err := b.Unshare(e.cache); err != nil {
+			return false
+		}
+		data = b.Data()
+	}
+	reflectUDP(data, &f)
+	return true
+}
+
+func (e *echoer) loop(ctx context.Context) (EchoResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	done := ctx.Done()
+	start := time.Now()
+	deadline := start.Add(e.cfg.Duration)
+	var first, last time.Time
+	lastTick, lastEchoed := start, uint64(0)
+	var runErr error
+loop:
+	for !e.stop {
+		before := e.res.Echoed + e.res.Errors
+		n, err := e.dev.Poll(e.cfg.Budget, e.handler)
+		if e.res.Echoed+e.res.Errors > before {
+			if ferr := e.dev.Flush(); ferr != nil {
+				e.count(0, ferr)
+			}
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+		now := time.Now()
+		if n > 0 {
+			if first.IsZero() {
+				first = now
+			}
+			last = now
+		}
+		switch {
+		case !now.Before(deadline):
+			break loop
+		case !first.IsZero() && e.cfg.Idle > 0 && now.Sub(last) >= e.cfg.Idle:
+			break loop
+		}
+		if e.cfg.OnInterval != nil && now.Sub(lastTick) >= e.cfg.Interval {
+			iv := EchoInterval{Elapsed: now.Sub(start), Seconds: now.Sub(lastTick).Seconds(), Echoed: e.res.Echoed - lastEchoed}
+			iv.PPS, _ = rates(iv.Echoed, 0, iv.Seconds)
+			lastTick, lastEchoed = now, e.res.Echoed
+			e.cfg.OnInterval(iv)
+		}
+		if done != nil {
+			select {
+			case <-done:
+				break loop
+			default:
+			}
+		}
+		if n == 0 && !e.cfg.Spin {
+			if err := e.dev.Wait(min(waitSlice, deadline.Sub(now))); err != nil && !errors.Is(err, netdev.ErrTimeout) {
+				runErr = err
+				break
+			}
+		}
+	}
+	if !first.IsZero() {
+		e.res.Seconds = last.Sub(first).Seconds()
+	}
+	if runErr == nil && e.res.FirstErr != nil && errors.Is(e.res.FirstErr, netdev.ErrClosed) {
+		runErr = e.res.FirstErr
+	}
+	return e.res, runErr
+}

@@ -1,0 +1,15 @@
+package traffic
+
+import "errors"
+
+var (
+	// ErrConfig is returned by NewPktgen, NewSink, PingPong and Echo for an
+	// invalid config: a size, burst, flow count or rate out of range, a
+	// GSO run on a device that does not segment, or a link-layer mode
+	// without the addresses it needs.
+	ErrConfig = errors.New("traffic: invalid config")
+
+	// ErrNoReply is returned by PingPong when the first request got no
+	// reply within the timeout: nothing answers at the destination.
+	ErrNoReply = errors.New("traffic: no reply")
+)

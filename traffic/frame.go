@@ -1,0 +1,83 @@
+package traffic
+
+import (
+	"fmt"
+
+	"github.com/skbdev/skb/header"
+)
+
+// frameTemplate is the prebuilt frame of one payload size for a link-layer
+// device: the headers header.BuildUDP writes with destination port 0 and an
+// all-zero payload, and what each packet changes from it (the destination
+// port of its flow, the stamp, and the UDP checksum, updated from the
+// template's sum rather than recomputed over the payload: RFC 1624).
+type frameTemplate struct {
+	frame  []byte
+	udpOff int    // offset of the UDP header
+	payOff int    // offset of the UDP payload
+	sum0   uint16 // ones' complement sum the template's UDP checksum covers
+	noCsum bool   // UDP checksum left 0 (IPv4 only)
+}
+
+func newTemplate(f *header.UDPFrame, size int) (frameTemplate, error) {
+	tf := *f
+	tf.DestinationPort = 0
+	tf.PartialChecksum = false
+	hl := tf.HeaderLen()
+	frame := make([]byte, hl+size)
+	r, err := header.BuildUDP(frame, &tf)
+	if err != nil {
+		return frameTemplate{}, fmt.Errorf("%w: frame of %d payload bytes: %w", ErrConfig, size, err)
+	}
+	t := frameTemplate{frame: frame, udpOff: r.TransportOffset, payOff: r.PayloadOffset, noCsum: tf.NoChecksum}
+	// The stored checksum is the complement of the sum it covers (a
+	// computed 0 is stored as 0xffff, which is the same zero in ones'
+	// complement arithmetic).
+	t.sum0 = ^header.UDP(frame[r.TransportOffset:]).Checksum()
+	return t, nil
+}
+
+// fill writes the template's frame into p (len(p) == len(t.frame)) with
+// destination port port and stamp s, and completes the UDP checksum.
+func (t *frameTemplate) fill(p []byte, port uint16, s Stamp) {
+	copy(p, t.frame)
+	u := header.UDP(p[t.udpOff:])
+	u.SetDestinationPort(port)
+	st := p[t.payOff : t.payOff+StampLen]
+	PutStamp(st, s)
+	if t.noCsum {
+		return
+	}
+	sum := header.Checksum(st, header.ChecksumCombine(t.sum0, port))
+	c := ^sum
+	if c == 0 {
+		c = 0xffff // RFC 768: a computed 0 is sent as all ones
+	}
+	u.SetChecksum(c)
+}
+
+// reflectUDP turns the UDP frame p, parsed as f, into its answer: Ethernet
+// addresses, IP addresses and UDP ports swapped. The IP header and UDP
+// checksums cover the swapped fields as sums, so they stay valid (or stay
+// partial). f must come from header.ParseFrame(p) with a UDP transport.
+func reflectUDP(p []byte, f *header.Frame) {
+	var mac [6]byte
+	copy(mac[:], p[0:6])
+	copy(p[0:6], p[6:12])
+	copy(p[6:12], mac[:])
+	n := f.NetworkOffset
+	switch f.EtherType {
+	case header.EtherTypeIPv4:
+		swap(p[n+12:n+16], p[n+16:n+20])
+	case header.EtherTypeIPv6:
+		swap(p[n+8:n+24], p[n+24:n+40])
+	}
+	t := f.TransportOffset
+	swap(p[t:t+2], p[t+2:t+4])
+}
+
+func swap(a, b []byte) {
+	for i := range a {
+		a[i], b[i] = b[i], a[i]
+	}
+}

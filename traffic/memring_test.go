@@ -1,0 +1,398 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/driver/memring"
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/skb"
+)
+
+// pair returns a memring pair closed, and checked for leaked buffers, when
+// the test ends.
+func pair(t testing.TB, cfg memring.Config) (a, b *memring.Device) {
+	t.Helper()
+	a, b, err := memring.NewPair(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		a.Close()
+		if err := b.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return a, b
+}
+
+// pump sends with g and receives with s in one goroutine, a burst at a
+// time, until g has queued want packets and s has drained the ring.
+func pump(t testing.TB, g *Pktgen, s *Sink, want uint64) {
+	t.Helper()
+	for g.Queued() < want {
+		if _, err := g.Burst(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		n, err := s.Poll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+func TestPktgenSinkMemring(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  PktgenConfig
+		// want
+		packets, dups uint64
+		flows         int
+	}{
+		{"burst 1", PktgenConfig{Count: 1000}, 1000, 0, 1},
+		{"burst 64, 8 flows", PktgenConfig{Count: 1000, Burst: 64, Flows: 8}, 1000, 0, 8},
+		{"flow length 3", PktgenConfig{Count: 999, Burst: 10, Flows: 5, FlowLen: 3}, 999, 0, 5},
+		{"imix", PktgenConfig{Count: 1200, Burst: 16, IMIX: DefaultIMIX}, 1200, 0, 1},
+		{"clone 4", PktgenConfig{Count: 1000, Burst: 8, Clone: 4, Flows: 2}, 1000, 750, 2},
+		{"clone uneven", PktgenConfig{Count: 10, Burst: 3, Clone: 4}, 10, 7, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := pair(t, memring.Config{RingSize: 1024})
+			g, err := NewPktgen(a, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			s, err := NewSink(b, SinkConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pump(t, g, s, tc.cfg.Count)
+			if _, err := g.Burst(); err != nil { // the count is reached: sends nothing
+				t.Fatal(err)
+			}
+			r := s.Result()
+			if r.Packets != tc.packets || r.Lost != 0 || r.Reordered != 0 || r.Duplicates != tc.dups ||
+				r.Flows != tc.flows || r.Unstamped != 0 {
+				t.Errorf("sink result %+v: want %d packets, %d duplicates, %d flows, nothing lost or reordered",
+					r, tc.packets, tc.dups, tc.flows)
+			}
+			if st := a.Stats(); st.TxPackets != tc.packets {
+				t.Errorf("tx_packets %d, want %d", st.TxPackets, tc.packets)
+			}
+			if tc.cfg.IMIX != nil {
+				want := uint64(0)
+				for i := range tc.packets {
+					want += uint64(schedule(tc.cfg.IMIX)[i%12])
+				}
+				if r.Bytes != want {
+					t.Errorf("imix bytes %d, want %d", r.Bytes, want)
+				}
+			}
+		})
+	}
+}
+
+// TestPktgenDoorbells checks one doorbell per burst.
+func TestPktgenDoorbells(t *testing.T) {
+	for _, burst := range []int{1, 7, 64} {
+		a, b := pair(t, memring.Config{RingSize: 1024})
+		g, err := NewPktgen(a, PktgenConfig{Count: 640, Burst: burst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := NewSink(b, SinkConfig{})
+		pump(t, g, s, 640)
+		st := a.Stats()
+		if want := uint64((640 + burst - 1) / burst); st.TxDoorbells != want {
+			t.Errorf("burst %d: %d doorbells, want %d", burst, st.TxDoorbells, want)
+		}
+	}
+}
+
+// TestLinkMemring sends frames through a memring pair and has a link-layer
+// sink count them; every frame's checksums verify.
+func TestLinkMemring(t *testing.T) {
+	a, b := pair(t, memring.Config{RingSize: 1024})
+	frame := &header.UDPFrame{
+		Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
+		SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
+		SourcePort: 4000, DestinationPort: 9000,
+	}
+	g, err := NewPktgen(a, PktgenConfig{Frame: frame, Count: 500, Burst: 32, Flows: 4, IMIX: DefaultIMIX})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sink for port 9000 only sees flow 0.
+	s, _ := NewSink(b, SinkConfig{Link: true, Port: 9000})
+	pump(t, g, s, 500)
+	r := s.Result()
+	if r.Packets != 125 || r.Other != 375 || r.Lost != 0 || r.Flows != 1 {
+		t.Errorf("port-filtered sink: %+v, want 125 packets of flow 0 and 375 others", r)
+	}
+
+	// Any port: all flows; and the checksums hold.
+	g2, _ := NewPktgen(a, PktgenConfig{Frame: frame, Count: 200, Burst: 8, Flows: 4})
+	bad := 0
+	c := b.Cache()
+	for g2.Queued() < 200 {
+		g2.Burst()
+		b.Poll(64, func(p *skb.Buff) {
+			f, err := header.ParseFrame(p.Data())
+			if err != nil || f.VerifyChecksum(p.Data()) != nil {
+				bad++
+			}
+			c.Free(p)
+		})
+	}
+	if bad != 0 {
+		t.Errorf("%d frames failed to parse or verify", bad)
+	}
+}
+
+func TestSinkRunBounds(t *testing.T) {
+	a, b := pair(t, memring.Config{})
+	_ = a
+	// No traffic: the duration ends the run.
+	s, _ := NewSink(b, SinkConfig{Duration: 50 * time.Millisecond})
+	t0 := time.Now()
+	r, err := s.Run(context.Background())
+	if err != nil || r.Packets != 0 {
+		t.Fatalf("Run = %+v, %v", r, err)
+	}
+	if el := time.Since(t0); el < 50*time.Millisecond || el > 2*time.Second {
+		t.Errorf("50ms run took %v", el)
+	}
+	// A cancelled context ends it at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s, _ = NewSink(b, SinkConfig{})
+	t0 = time.Now()
+	if _, err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(t0); el > time.Second {
+		t.Errorf("cancelled run took %v", el)
+	}
+}
+
+// TestRunTwoGoroutines runs the generator and the sink with Run on two
+// goroutines, with a rate limit, counts and intervals.
+func TestRunTwoGoroutines(t *testing.T) {
+	a, b := pair(t, memring.Config{RingSize: 4096})
+	const n = 3000
+	var ivs []SinkInterval
+	s, _ := NewSink(b, SinkConfig{Count: n, Duration: 10 * time.Second, Interval: 50 * time.Millisecond,
+		OnInterval: func(iv SinkInterval) { ivs = append(ivs, iv) }})
+	done := make(chan SinkResult)
+	go func() {
+		r, err := s.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	var givs []PktgenInterval
+	g, _ := NewPktgen(a, PktgenConfig{Count: n, Rate: 20000, Burst: 4, Flows: 3, Interval: 50 * time.Millisecond,
+		OnInterval: func(iv PktgenInterval) { givs = append(givs, iv) }})
+	gr, err := g.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := <-done
+	if gr.Packets != n || gr.Queued != n || gr.Errors != 0 || gr.Doorbells != n/4 || gr.Flows != 3 {
+		t.Errorf("pktgen result %+v", gr)
+	}
+	if gr.Seconds < 0.1 {
+		t.Errorf("%d packets at 20000/s took %.3fs, under the 0.15s the rate allows", n, gr.Seconds)
+	}
+	if sr.Packets != n || sr.Lost != 0 || sr.Reordered != 0 || sr.Flows != 3 || sr.Latency.Count != n {
+		t.Errorf("sink result %+v", sr)
+	}
+	if len(givs) == 0 || len(ivs) == 0 {
+		t.Errorf("%d pktgen and %d sink intervals, want some", len(givs), len(ivs))
+	}
+	var sum uint64
+	for _, iv := range givs {
+		sum += iv.Packets
+	}
+	if sum > n {
+		t.Errorf("intervals add up to %d packets, more than %d", sum, n)
+	}
+}
+
+func TestPingPongMemring(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		a, b := pair(t, memring.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		srv := make(chan EchoResult)
+		go func() {
+			r, err := Echo(ctx, b, EchoConfig{Spin: busy})
+			if err != nil {
+				t.Error(err)
+			}
+			srv <- r
+		}()
+		r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 300, BusyPoll: busy, Size: 100})
+		cancel()
+		sr := <-srv
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Iters != 300 || r.Lost != 0 || r.Bytes != 300*100*2 || r.P50 <= 0 || r.P999 < r.P50 || r.Max < r.P999 ||
+			r.UsecPerIter <= 0 || r.Mbps <= 0 {
+			t.Errorf("busy %v: %+v", busy, r)
+		}
+		if sr.Echoed != 330 || sr.Errors != 0 { // 30 warm-up round trips
+			t.Errorf("busy %v: echo %+v, want 330 answers", busy, sr)
+		}
+	}
+}
+
+func TestPingPongLinkMemring(t *testing.T) {
+	a, b := pair(t, memring.Config{})
+	frame := &header.UDPFrame{
+		Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
+		SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
+		SourcePort: 4000, DestinationPort: 9100,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := make(chan EchoResult)
+	go func() {
+		r, _ := Echo(ctx, b, EchoConfig{Link: true, Port: 9100, Addr: frame.DestinationIP})
+		srv <- r
+	}()
+	r, err := PingPong(context.Background(), a, PingPongConfig{Frame: frame, Iters: 100, Warmup: -1})
+	cancel()
+	sr := <-srv
+	if err != nil || r.Iters != 100 || sr.Echoed != 100 {
+		t.Fatalf("pingpong %+v, %v; echo %+v", r, err, sr)
+	}
+}
+
+func TestPingPongNoReply(t *testing.T) {
+	a, _ := pair(t, memring.Config{})
+	_, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Timeout: 50 * time.Millisecond})
+	if !errors.Is(err, ErrNoReply) {
+		t.Fatalf("err = %v, want ErrNoReply", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	a, b := pair(t, memring.Config{})
+	frame := &header.UDPFrame{SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
+		SourcePort: 1, DestinationPort: 9000}
+	for name, cfg := range map[string]PktgenConfig{
+		"small size":       {Size: 10},
+		"huge size":        {Size: 70000},
+		"flows":            {Flows: MaxFlows + 1},
+		"negative flows":   {Flows: -1},
+		"burst":            {Burst: MaxBurst + 1},
+		"negative clone":   {Clone: -2},
+		"rate":             {Rate: -1},
+		"duration":         {Duration: -time.Second},
+		"gso no segmenter": {GSO: true},
+		"gso frames":       {GSO: true, Frame: frame},
+		"dst and frame":    {Dst: netip.MustParseAddrPort("127.0.0.1:9"), Frame: frame},
+		"dst no xmitto":    {Dst: netip.MustParseAddrPort("127.0.0.1:9")},
+		"ports overflow":   {Frame: &header.UDPFrame{SourceIP: frame.SourceIP, DestinationIP: frame.DestinationIP, DestinationPort: 65535}, Flows: 2},
+		"bad frame":        {Frame: &header.UDPFrame{DestinationPort: 9}},
+		"bad imix":         {IMIX: []IMIXEntry{{64, 0}}},
+	} {
+		if _, err := NewPktgen(a, cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: NewPktgen error %v, want ErrConfig", name, err)
+		}
+	}
+	for name, cfg := range map[string]PingPongConfig{
+		"small size": {Size: 1},
+		"iters":      {Iters: MaxIters + 1},
+		"no xmitto":  {Dst: netip.MustParseAddrPort("127.0.0.1:9")},
+		"no ports":   {Frame: &header.UDPFrame{SourceIP: frame.SourceIP, DestinationIP: frame.DestinationIP}},
+	} {
+		if _, err := PingPong(context.Background(), a, cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: PingPong error %v, want ErrConfig", name, err)
+		}
+	}
+	if _, err := NewSink(b, SinkConfig{Budget: -1}); !errors.Is(err, ErrConfig) {
+		t.Errorf("NewSink budget -1: %v", err)
+	}
+	if _, err := Echo(context.Background(), b, EchoConfig{Budget: -1}); !errors.Is(err, ErrConfig) {
+		t.Errorf("Echo budget -1: %v", err)
+	}
+	if _, err := RunSinks(context.Background(), nil, SinkConfig{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("RunSinks without devices: %v", err)
+	}
+}
+
+// TestClosedDevice checks that the engines stop with net.ErrClosed when
+// their device is closed under them.
+func TestClosedDevice(t *testing.T) {
+	a, b, err := memring.NewPair(memring.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := NewPktgen(a, PktgenConfig{Clone: 3})
+	s, _ := NewSink(b, SinkConfig{})
+	a.Close()
+	b.Close()
+	if _, err := g.Run(context.Background()); !errors.Is(err, netdev.ErrClosed) {
+		t.Errorf("pktgen on a closed device: %v", err)
+	}
+	if _, err := s.Run(context.Background()); !errors.Is(err, netdev.ErrClosed) {
+		t.Errorf("sink on a closed device: %v", err)
+	}
+}
+
+// TestZeroAllocs asserts that steady state allocates nothing per packet:
+// a generator burst and a sink poll, over memring.
+func TestZeroAllocs(t *testing.T) {
+	frame := &header.UDPFrame{SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
+		SourcePort: 1, DestinationPort: 9000}
+	for name, cfg := range map[string]PktgenConfig{
+		"burst 1":        {},
+		"burst 64 flows": {Burst: 64, Flows: 64},
+		"clone":          {Burst: 32, Clone: 8},
+		"imix":           {Burst: 16, IMIX: DefaultIMIX},
+		"frames":         {Burst: 32, Frame: frame, Flows: 4},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, b := pair(t, memring.Config{RingSize: 1024})
+			g, err := NewPktgen(a, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			s, _ := NewSink(b, SinkConfig{Link: cfg.Frame != nil})
+			step := func() {
+				if _, err := g.Burst(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Poll(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 100 { // warm the caches and the flow table
+				step()
+			}
+			if n := testing.AllocsPerRun(200, step); n != 0 {
+				t.Errorf("%v allocations per burst, want 0", n)
+			}
+			if r := s.Result(); r.Lost != 0 || r.Packets == 0 {
+				t.Errorf("sink %+v", r)
+			}
+		})
+	}
+}

@@ -1,0 +1,397 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// Defaults of PingPong and Echo.
+const (
+	// DefaultIters is the number of measured round trips when the config
+	// gives none.
+	DefaultIters = 10000
+	// MaxIters bounds Iters: PingPong keeps every round trip time (8 bytes
+	// each) to report exact percentiles.
+	MaxIters = 10_000_000
+	// DefaultReplyTimeout is how long PingPong waits for each reply.
+	DefaultReplyTimeout = time.Second
+	// DefaultEchoIdle is how long Echo waits, once a request came, for the
+	// next before it stops: the C reference server's three seconds.
+	DefaultEchoIdle = 3 * time.Second
+)
+
+// PingPongConfig configures a round-trip test: one request in flight,
+// answered by Echo (or any UDP echo server) at the other end.
+type PingPongConfig struct {
+	// Dst, Frame: where requests go, as in PktgenConfig. With Dst the
+	// device must be an AddrXmitter; with neither, requests go with Xmit to
+	// the device's own destination. With Frame, a reply is a UDP frame to
+	// Frame.SourcePort.
+	Dst   netip.AddrPort
+	Frame *header.UDPFrame
+
+	// Size is the UDP payload of each request in bytes, at least
+	// StampLen; 0 means DefaultSize.
+	Size int
+
+	// Iters is the number of measured round trips (0 means DefaultIters,
+	// at most MaxIters); Warmup is the number of round trips before them
+	// that are not measured (0 means Iters/10, at most 1000, as the C
+	// reference does; negative means none). Duration bounds the whole run
+	// (0 means DefaultDuration): a run cut short reports the round trips
+	// it made.
+	Iters    int
+	Warmup   int
+	Duration time.Duration
+
+	// Timeout is how long to wait for each reply (0 means
+	// DefaultReplyTimeout). A request without a reply counts in Lost; when
+	// the very first one gets none, PingPong returns ErrNoReply.
+	Timeout time.Duration
+
+	// BusyPoll spins on the device's Poll while waiting for a reply
+	// instead of sleeping in its Wait: no wake-up on the reply's path, one
+	// core busy.
+	BusyPoll bool
+
+	// Budget is the most packets one Poll hands over; 0 means
+	// DefaultBudget.
+	Budget int
+
+	// OnInterval, when set, is called on the client's goroutine every
+	// Interval (0 means DefaultInterval).
+	OnInterval func(PingPongInterval)
+	Interval   time.Duration
+}
+
+// PingPongInterval is what one interval of a ping-pong run measured.
+type PingPongInterval struct {
+	Elapsed     time.Duration
+	Iters       int     // round trips measured in the interval
+	UsecPerIter float64 // their mean round trip, in microseconds
+	P50         time.Duration
+}
+
+// PingPongResult is what a ping-pong run measured, in the terms of
+// ibv_rc_pingpong: Bytes is Size*Iters*2 (each round trip moves the
+// payload both ways), Seconds the time of the measured round trips from
+// the first request to the last reply, Mbps = Bytes*8/Seconds/10^6 and
+// UsecPerIter = Seconds/Iters in microseconds. The percentiles are of the
+// round trip times, each from the request's Xmit to the reply's hand-over
+// by Poll, taken as the C reference takes them (sorted, element n*q).
+type PingPongResult struct {
+	Iters       int
+	Size        int
+	Bytes       uint64
+	Seconds     float64
+	Mbps        float64
+	UsecPerIter float64
+
+	Min, Mean, P50, P90, P99, P999, Max time.Duration
+
+	// Lost counts requests that got no reply within Timeout (not
+	// measured); Stray counts packets received that were not the awaited
+	// reply (late replies, other traffic).
+	Lost  int
+	Stray uint64
+}
+
+type pinger struct {
+	dev      netdev.Device
+	cache    *pool.Cache
+	devAlloc Allocator
+	ax       AddrXmitter
+	cfg      PingPongConfig
+	size     int
+	link     bool
+	tmpl     frameTemplate
+	run      uint32
+	want     uint64
+	got      bool
+	stray    uint64
+	scratch  [StampLen]byte
+	handler  netdev.Handler
+}
+
+// PingPong measures round trips over dev: it sends a request stamped with
+// its sequence number, waits for the reply carrying that stamp, and
+// repeats, Warmup+Iters times or until Duration or ctx ends the run. It
+// belongs to dev's goroutine while it runs. It returns an error wrapping
+// ErrConfig for an invalid config, ErrNoReply when the first request got
+// no reply, or the device's error (such as ECONNREFUSED from a connected
+// UDP socket whose peer has no server), with the result so far.
+func PingPong(ctx context.Context, dev netdev.Device, cfg PingPongConfig) (PingPongResult, error) {
+	p := &pinger{dev: dev, cache: dev.Cache(), cfg: cfg}
+	res := PingPongResult{}
+	if err := p.setup(); err != nil {
+		return res, fmt.Errorf("traffic: pingpong: %w", err)
+	}
+	res.Size = p.size
+	r, err := p.loop(ctx, &res)
+	if err != nil {
+		return r, fmt.Errorf("traffic: pingpong: %w", err)
+	}
+	return r, nil
+}
+
+func (p *pinger) setup() error {
+	cfg := &p.cfg
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	p.size = cmp0(cfg.Size, DefaultSize)
+	cfg.Iters = cmp0(cfg.Iters, DefaultIters)
+	if cfg.Warmup == 0 {
+		cfg.Warmup = min(cfg.Iters/10, 1000)
+	}
+	cfg.Warmup = max(cfg.Warmup, 0)
+	cfg.Duration = cmp0(cfg.Duration, DefaultDuration)
+	cfg.Timeout = cmp0(cfg.Timeout, DefaultReplyTimeout)
+	cfg.Budget = cmp0(cfg.Budget, DefaultBudget)
+	cfg.Interval = cmp0(cfg.Interval, DefaultInterval)
+	p.link = cfg.Frame != nil
+	p.devAlloc, _ = p.dev.(Allocator)
+	switch {
+	case p.size < StampLen:
+		return bad("size %d is below %d bytes (the stamp)", p.size, StampLen)
+	case !p.link && p.size > MaxDatagram:
+		return bad("size %d is over %d bytes, the largest UDP payload", p.size, MaxDatagram)
+	case cfg.Iters < 1 || cfg.Iters > MaxIters:
+		return bad("%d iterations: want 1 to %d", cfg.Iters, MaxIters)
+	case cfg.Duration < 0 || cfg.Timeout < 0 || cfg.Interval < 0:
+		return bad("negative duration, timeout or interval")
+	case cfg.Budget < 1:
+		return bad("budget %d", cfg.Budget)
+	case cfg.Dst.IsValid() && p.link:
+		return bad("both a datagram destination and a frame template")
+	}
+	if cfg.Dst.IsValid() {
+		ax, ok := p.dev.(AddrXmitter)
+		if !ok {
+			return bad("destination %v on a device that cannot address datagrams (no XmitTo)", cfg.Dst)
+		}
+		if cfg.Dst.Port() == 0 {
+			return bad("destination %v has no port", cfg.Dst)
+		}
+		p.ax = ax
+	}
+	if p.link {
+		if cfg.Frame.DestinationPort == 0 || cfg.Frame.SourcePort == 0 {
+			return bad("frame ports %d -> %d: both must be set", cfg.Frame.SourcePort, cfg.Frame.DestinationPort)
+		}
+		t, err := newTemplate(cfg.Frame, p.size)
+		if err != nil {
+			return err
+		}
+		p.tmpl = t
+	}
+	p.run = rand.Uint32() | 1
+	p.handler = p.handle
+	return nil
+}
+
+func (p *pinger) send(seq uint64, ts int64) error {
+	st := Stamp{Run: p.run, Seq: seq, Tstamp: ts}
+	n := p.size
+	if p.link {
+		n = len(p.tmpl.frame)
+	}
+	var b *skb.Buff
+	var err error
+	if p.devAlloc != nil {
+		b, err = p.devAlloc.Alloc(n)
+	} else {
+		b, err = p.cache.Alloc(n)
+	}
+	if err != nil {
+		return err
+	}
+	d := b.Put(n)
+	if p.link {
+		p.tmpl.fill(d, p.cfg.Frame.DestinationPort, st)
+		return p.dev.Xmit(b, false)
+	}
+	PutStamp(d, st)
+	clear(d[StampLen:])
+	if p.ax != nil {
+		return p.ax.XmitTo(b, p.cfg.Dst, false)
+	}
+	return p.dev.Xmit(b, false)
+}
+
+func (p *pinger) handle(b *skb.Buff) {
+	data := b.Data()
+	off := 0
+	if p.link {
+		f, err := header.ParseFrame(data)
+		if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP ||
+			header.UDP(data[f.TransportOffset:]).DestinationPort() != p.cfg.Frame.SourcePort {
+			p.stray++
+			p.cache.Free(b)
+			return
+		}
+		off = f.PayloadOffset
+	}
+	var st Stamp
+	var ok bool
+	if off+StampLen <= len(data) {
+		st, ok = ParseStamp(data[off:])
+	} else if b.CopyBits(off, p.scratch[:]) == nil {
+		st, ok = ParseStamp(p.scratch[:])
+	}
+	if ok && st.Run == p.run && st.Seq == p.want && !p.got {
+		p.got = true
+	} else {
+		p.stray++
+	}
+	p.cache.Free(b)
+}
+
+// await polls until the reply to p.want arrives (true), the timeout
+// passes since t0 (false), or the device fails.
+func (p *pinger) await(t0 time.Time, done <-chan struct{}) (bool, error) {
+	for spins := 0; ; spins++ {
+		n, err := p.dev.Poll(p.cfg.Budget, p.handler)
+		if err != nil {
+			return false, err
+		}
+		if p.got {
+			return true, nil
+		}
+		if n > 0 {
+			continue
+		}
+		if p.cfg.BusyPoll {
+			if spins&255 != 255 {
+				continue
+			}
+		} else if err := p.dev.Wait(waitSlice); err != nil && !errors.Is(err, netdev.ErrTimeout) {
+			return false, err
+		}
+		if time.Since(t0) >= p.cfg.Timeout {
+			return false, nil
+		}
+		if done != nil {
+			select {
+			case <-done:
+				return false, context.Canceled
+			default:
+			}
+		}
+	}
+}
+
+func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	done := ctx.Done()
+	cfg := &p.cfg
+	rtt := make([]time.Duration, 0, cfg.Iters)
+	start := time.Now()
+	deadline := start.Add(cfg.Duration)
+	total := cfg.Warmup + cfg.Iters
+	var tFirst, tLast time.Time
+	replied := false
+	lastTick, tickFrom := start, 0
+	var runErr error
+	for i := 0; i < total; i++ {
+		t0 := time.Now()
+		if !t0.Before(deadline) {
+			break
+		}
+		if i == cfg.Warmup {
+			tFirst = t0
+		}
+		p.want, p.got = uint64(i), false
+		if err := p.send(uint64(i), t0.UnixNano()); err != nil {
+			if errors.Is(err, pool.ErrExhausted) {
+				res.Lost++
+				continue
+			}
+			runErr = err
+			break
+		}
+		ok, err := p.await(t0, done)
+		if errors.Is(err, context.Canceled) {
+			break
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+		if !ok {
+			if !replied {
+				runErr = fmt.Errorf("%w within %v", ErrNoReply, cfg.Timeout)
+				break
+			}
+			res.Lost++
+			continue
+		}
+		replied = true
+		t1 := time.Now()
+		if i >= cfg.Warmup {
+			rtt = append(rtt, t1.Sub(t0))
+			tLast = t1
+		}
+		if cfg.OnInterval != nil && t1.Sub(lastTick) >= cfg.Interval {
+			p.tick(t1, start, rtt[tickFrom:])
+			lastTick, tickFrom = t1, len(rtt)
+		}
+		if done != nil {
+			select {
+			case <-done:
+				i = total
+			default:
+			}
+		}
+	}
+	res.Stray = p.stray
+	res.Iters = len(rtt)
+	if res.Iters == 0 {
+		return *res, runErr
+	}
+	res.Seconds = tLast.Sub(tFirst).Seconds()
+	res.Bytes = uint64(p.size) * uint64(res.Iters) * 2
+	usec := res.Seconds * 1e6
+	if usec > 0 {
+		res.Mbps = float64(res.Bytes) * 8 / usec
+		res.UsecPerIter = usec / float64(res.Iters)
+	}
+	var sum time.Duration
+	for _, d := range rtt {
+		sum += d
+	}
+	slices.Sort(rtt)
+	n := len(rtt)
+	res.Min, res.Max = rtt[0], rtt[n-1]
+	res.Mean = sum / time.Duration(n)
+	res.P50, res.P90 = rtt[n/2], rtt[n*90/100]
+	res.P99, res.P999 = rtt[n*99/100], rtt[n*999/1000]
+	return *res, runErr
+}
+
+func (p *pinger) tick(now, start time.Time, rtt []time.Duration) {
+	iv := PingPongInterval{Elapsed: now.Sub(start), Iters: len(rtt)}
+	if len(rtt) > 0 {
+		var sum time.Duration
+		for _, d := range rtt {
+			sum += d
+		}
+		iv.UsecPerIter = float64(sum) / float64(len(rtt)) / 1e3
+		s := slices.Clone(rtt)
+		slices.Sort(s)
+		iv.P50 = s[len(s)/2]
+	}
+	p.cfg.OnInterval(iv)
+}

@@ -1,0 +1,602 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// Defaults and limits of the engines.
+const (
+	// DefaultSize is the payload size in bytes when none is given: 64, as
+	// the C reference tools send.
+	DefaultSize = 64
+	// DefaultDuration bounds a Pktgen or PingPong run when the config
+	// gives no duration: every run is bounded in time.
+	DefaultDuration = 5 * time.Second
+	// DefaultInterval is how often the interval callbacks run.
+	DefaultInterval = time.Second
+	// MaxFlows is the most flows a generator sends and a sink tracks: one
+	// per UDP port.
+	MaxFlows = 1 << 16
+	// MaxBurst is the largest burst (packets per doorbell).
+	MaxBurst = 1 << 12
+	// MaxDatagram is the largest UDP payload the generator sends over a
+	// datagram device, in bytes: 65535 less the IPv4 and UDP headers, the
+	// most one IPv4 datagram holds.
+	MaxDatagram = 65535 - 20 - 8
+	// gsoMaxSegs is the most datagrams in one GSO super-packet: the
+	// kernel's UDP_MAX_SEGMENTS as UDP_SEGMENT introduced it (64, Linux
+	// 4.18), which driver/udp also keeps to.
+	gsoMaxSegs = 64
+)
+
+// PktgenConfig configures a packet generator. The zero value sends 64-byte
+// payloads, one flow, one doorbell per packet, as fast as the device takes
+// them, for DefaultDuration, to the device's own destination.
+type PktgenConfig struct {
+	// Dst is the destination of flow 0 on a datagram device that
+	// addresses each datagram (AddrXmitter, such as *udp.Device): flow i
+	// goes to port Dst.Port()+i. Zero sends with Xmit to the device's own
+	// destination (a connected socket, a memring pair), where the flows
+	// differ only in their stamps.
+	Dst netip.AddrPort
+
+	// Frame, for a link-layer device (afpacket, afxdp), is the template of
+	// every frame: addresses, VLAN tag, TTL and ports. Flow i goes to UDP
+	// port Frame.DestinationPort+i. The UDP checksum is computed (and
+	// updated per packet, RFC 1624) unless Frame.NoChecksum; PartialChecksum
+	// is ignored. Nil for a datagram device. Frame and Dst exclude each
+	// other.
+	Frame *header.UDPFrame
+
+	// Size is the UDP payload of every packet in bytes, at least
+	// StampLen; 0 means DefaultSize. IMIX, when not empty, replaces it
+	// with a mix of sizes.
+	Size int
+	IMIX []IMIXEntry
+
+	// Flows is the number of flows (destination ports), 1 to MaxFlows; 0
+	// means 1. FlowLen is how many buffers go to a flow before the next
+	// flow's turn (pktgen's flowlen); 0 means 1. Each flow numbers its
+	// packets from 0.
+	Flows   int
+	FlowLen int
+
+	// Count stops the run after this many packets (datagrams or frames;
+	// each segment of a GSO super-packet counts); 0 means no count limit.
+	// Duration stops it after this long; 0 means DefaultDuration. The run
+	// stops at whichever comes first.
+	Count    uint64
+	Duration time.Duration
+
+	// Rate limits the packets per second (a token bucket one millisecond
+	// deep that sleeps, never spins, when ahead); 0 means no limit.
+	Rate float64
+
+	// Burst is the number of packets per doorbell: Xmit(b, true) for all
+	// but the last, Xmit(b, false) for the last (xmit_more, seed 002); 1
+	// rings the doorbell for every packet. With GSO it is the number of
+	// datagrams per super-packet instead (each super-packet one Xmit with
+	// more false). 0 means 1; at most MaxBurst.
+	Burst int
+
+	// Clone sends every buffer Clone times, as clones of it (pktgen's
+	// clone_skb): the clones are what Xmit takes and the driver frees, and
+	// the generator frees the original after the last clone. The clones
+	// carry the same stamp, so a sink counts all but the first as
+	// duplicates. 0 or 1 builds a new buffer for every packet.
+	Clone int
+
+	// GSO builds UDP GSO super-packets (skb.GSOUDPL4) of Burst datagrams
+	// of one size (at most 64 and 65507 bytes in all), each datagram with
+	// its own stamp, for a datagram device that segments (Segmenter with
+	// GSO on, such as *udp.Device opened with Config.GSO): one send
+	// carries them all, as UDP_SEGMENT does.
+	GSO bool
+
+	// Run identifies the run in the stamps; 0 picks a random one.
+	Run uint32
+
+	// OnInterval, when set, is called on the generator's goroutine every
+	// Interval (0 means DefaultInterval) with what the interval sent.
+	OnInterval func(PktgenInterval)
+	Interval   time.Duration
+}
+
+// PktgenInterval is what one interval of a generator run sent, from the
+// device's counters.
+type PktgenInterval struct {
+	Elapsed   time.Duration // from the start of the run to the end of the interval
+	Seconds   float64       // length of the interval
+	Packets   uint64        // tx_packets
+	Bytes     uint64        // tx_bytes
+	Errors    uint64        // tx_dropped, plus buffers the pool could not give
+	Doorbells uint64        // tx_doorbells
+	PPS       float64       // Packets per second
+	Mbps      float64       // Bytes as megabits (10^6 bits) per second
+}
+
+// PktgenResult is what a generator run did. Packets, Bytes, Errors and
+// Doorbells are the growth of the device's counters over the run (see
+// netdev.Stats): bytes are UDP payload bytes for a datagram device and
+// whole frames for a link-layer one.
+type PktgenResult struct {
+	Packets   uint64  // tx_packets: sent by the device
+	Bytes     uint64  // tx_bytes
+	Seconds   float64 // from the start to the end of the run
+	PPS       float64
+	Mbps      float64 // megabits (10^6 bits) per second
+	Errors    uint64  // packets not sent: tx_dropped, plus buffers the pool could not give
+	Doorbells uint64  // tx_doorbells
+	Queued    uint64  // packets handed to the device
+	Flows     int
+
+	// XmitErrors counts the transmit calls that returned an error, and
+	// FirstErr is the first such error (or allocation failure), for the
+	// caller to show.
+	XmitErrors uint64
+	FirstErr   error
+}
+
+// schedEntry is one step of the size schedule.
+type schedEntry struct {
+	size int
+	tmpl int // frame template index (link mode)
+}
+
+// Pktgen is a packet generator over one device. It belongs to one
+// goroutine, the device's. Make one with NewPktgen, send with Run or Burst,
+// and Close it to free the buffer it keeps for cloning.
+type Pktgen struct {
+	dev      netdev.Device
+	cache    *pool.Cache
+	devAlloc Allocator
+	ax       AddrXmitter
+
+	cfg      PktgenConfig
+	duration time.Duration
+	interval time.Duration
+	burstLen int
+	clone    int
+	flows    int
+	flowLen  int
+	gso      bool
+	link     bool
+	run      uint32
+
+	sched []schedEntry
+	si    int
+	tmpls []frameTemplate
+	dsts  []netip.AddrPort // per flow (datagram mode with Dst)
+	ports []uint16         // per flow (link mode)
+	seqs  []uint64         // next sequence number per flow
+
+	flow     int
+	flowLeft int
+
+	cur     *skb.Buff // clone source
+	curFlow int
+	curSegs int
+	curLeft int
+
+	queued     uint64
+	allocFails uint64
+	xmitErrs   uint64
+	firstErr   error
+
+	// interval state
+	start    time.Time
+	lastTick time.Time
+	lastSt   netdev.Stats
+	lastFail uint64
+}
+
+// NewPktgen checks cfg and prepares a generator over dev: the size
+// schedule, the per-flow destinations and sequence numbers, and, for a
+// link-layer device, a frame template per size. It returns an error
+// wrapping ErrConfig for an invalid config.
+func NewPktgen(dev netdev.Device, cfg PktgenConfig) (*Pktgen, error) {
+	g := &Pktgen{dev: dev, cfg: cfg, cache: dev.Cache()}
+	if err := g.setup(); err != nil {
+		return nil, fmt.Errorf("traffic: pktgen: %w", err)
+	}
+	return g, nil
+}
+
+func (g *Pktgen) setup() error {
+	cfg := &g.cfg
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	g.devAlloc, _ = g.dev.(Allocator)
+	g.flows = cmp0(cfg.Flows, 1)
+	g.flowLen = cmp0(cfg.FlowLen, 1)
+	g.burstLen = cmp0(cfg.Burst, 1)
+	g.clone = max(cfg.Clone, 1)
+	g.duration = cmp0(cfg.Duration, DefaultDuration)
+	g.interval = cmp0(cfg.Interval, DefaultInterval)
+	g.gso = cfg.GSO
+	g.link = cfg.Frame != nil
+	g.run = cfg.Run
+	for g.run == 0 {
+		g.run = rand.Uint32()
+	}
+	switch {
+	case g.flows < 1 || g.flows > MaxFlows:
+		return bad("%d flows: want 1 to %d", cfg.Flows, MaxFlows)
+	case g.flowLen < 1:
+		return bad("flow length %d", cfg.FlowLen)
+	case g.burstLen < 1 || g.burstLen > MaxBurst:
+		return bad("burst %d: want 1 to %d", cfg.Burst, MaxBurst)
+	case cfg.Clone < 0:
+		return bad("clone %d is negative", cfg.Clone)
+	case g.duration < 0:
+		return bad("duration %v is negative", cfg.Duration)
+	case cfg.Rate < 0 || math.IsNaN(cfg.Rate) || math.IsInf(cfg.Rate, 0):
+		return bad("rate %v", cfg.Rate)
+	case g.interval < 0:
+		return bad("interval %v is negative", cfg.Interval)
+	case cfg.Dst.IsValid() && g.link:
+		return bad("both a datagram destination and a frame template")
+	case g.gso && g.link:
+		return bad("GSO needs a datagram device: a link-layer device sends frames as they are")
+	}
+	if g.gso {
+		s, ok := g.dev.(Segmenter)
+		if !ok || !s.GSO() {
+			return bad("GSO on a device that does not segment (open the udp device with GSO)")
+		}
+	}
+	mix := cfg.IMIX
+	if len(mix) == 0 {
+		mix = []IMIXEntry{{Size: cmp0(cfg.Size, DefaultSize), Weight: 1}}
+	}
+	for _, e := range mix {
+		if err := checkIMIXEntry(e); err != nil {
+			return err
+		}
+		if !g.link && e.Size > MaxDatagram {
+			return bad("size %d is over %d bytes, the largest UDP payload", e.Size, MaxDatagram)
+		}
+	}
+	sizes := schedule(mix)
+	g.sched = make([]schedEntry, len(sizes))
+	tmplOf := map[int]int{}
+	for i, size := range sizes {
+		g.sched[i].size = size
+		if !g.link {
+			continue
+		}
+		t, ok := tmplOf[size]
+		if !ok {
+			ft, err := newTemplate(cfg.Frame, size)
+			if err != nil {
+				return err
+			}
+			t = len(g.tmpls)
+			g.tmpls = append(g.tmpls, ft)
+			tmplOf[size] = t
+		}
+		g.sched[i].tmpl = t
+	}
+	g.seqs = make([]uint64, g.flows)
+	switch {
+	case cfg.Dst.IsValid():
+		ax, ok := g.dev.(AddrXmitter)
+		if !ok {
+			return bad("destination %v on a device that cannot address datagrams (no XmitTo)", cfg.Dst)
+		}
+		if cfg.Dst.Port() == 0 || int(cfg.Dst.Port())+g.flows-1 > 0xffff {
+			return bad("destination ports %d to %d", cfg.Dst.Port(), int(cfg.Dst.Port())+g.flows-1)
+		}
+		g.ax = ax
+		g.dsts = make([]netip.AddrPort, g.flows)
+		for i := range g.dsts {
+			g.dsts[i] = netip.AddrPortFrom(cfg.Dst.Addr(), cfg.Dst.Port()+uint16(i))
+		}
+	case g.link:
+		p := cfg.Frame.DestinationPort
+		if p == 0 || int(p)+g.flows-1 > 0xffff {
+			return bad("destination ports %d to %d", p, int(p)+g.flows-1)
+		}
+		g.ports = make([]uint16, g.flows)
+		for i := range g.ports {
+			g.ports[i] = p + uint16(i)
+		}
+	}
+	g.flowLeft = g.flowLen
+	return nil
+}
+
+// cmp0 returns v, or def when v is zero.
+func cmp0[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// RunID returns the run number the generator writes in its stamps.
+func (g *Pktgen) RunID() uint32 { return g.run }
+
+// Queued returns the packets handed to the device so far.
+func (g *Pktgen) Queued() uint64 { return g.queued }
+
+// remaining returns how many packets the count still allows.
+func (g *Pktgen) remaining() uint64 {
+	if g.cfg.Count == 0 {
+		return math.MaxUint64
+	}
+	return g.cfg.Count - min(g.queued, g.cfg.Count)
+}
+
+// Burst sends one burst stamped with the current time: Burst packets (fewer
+// when the count is nearly reached), the last with more false, or with GSO
+// one super-packet of up to Burst datagrams. It returns the packets handed
+// to the device. Transmit errors are counted (Result's XmitErrors) and do
+// not stop the burst; the error returned is netdev.ErrClosed once the
+// device is closed, or the pool's error when no buffer could be had (the
+// doorbell was rung for what was queued). It allocates nothing.
+func (g *Pktgen) Burst() (int, error) {
+	return g.burst(time.Now().UnixNano())
+}
+
+func (g *Pktgen) burst(ts int64) (int, error) {
+	rem := g.remaining()
+	units := 1
+	if !g.gso {
+		units = int(min(uint64(g.burstLen), rem))
+	}
+	sent := 0
+	for i := range units {
+		maxSegs := 1
+		if g.gso {
+			maxSegs = int(min(uint64(g.burstLen), rem))
+		}
+		if maxSegs == 0 {
+			break
+		}
+		b, flow, segs, err := g.next(ts, maxSegs)
+		if err != nil {
+			g.allocFails++
+			g.note(err)
+			if i > 0 {
+				if ferr := g.dev.Flush(); ferr != nil {
+					g.xmitErrs++
+					g.note(ferr)
+				}
+			}
+			return sent, err
+		}
+		g.queued += uint64(segs)
+		sent += segs
+		rem -= uint64(segs)
+		if err := g.xmit(b, flow, i+1 < units); err != nil {
+			g.xmitErrs++
+			g.note(err)
+			if errors.Is(err, netdev.ErrClosed) {
+				return sent, err
+			}
+		}
+	}
+	return sent, nil
+}
+
+func (g *Pktgen) note(err error) {
+	if g.firstErr == nil {
+		g.firstErr = err
+	}
+}
+
+func (g *Pktgen) xmit(b *skb.Buff, flow int, more bool) error {
+	if g.ax != nil {
+		return g.ax.XmitTo(b, g.dsts[flow], more)
+	}
+	return g.dev.Xmit(b, more)
+}
+
+// next returns the buffer to send next, its flow and the datagrams it
+// holds (at most maxSegs): a new buffer, or a clone of the current one.
+func (g *Pktgen) next(ts int64, maxSegs int) (*skb.Buff, int, int, error) {
+	if g.clone == 1 {
+		flow := g.pickFlow()
+		b, segs, err := g.build(flow, maxSegs, ts)
+		return b, flow, segs, err
+	}
+	if g.cur == nil || g.curLeft == 0 || g.curSegs > maxSegs {
+		g.dropCur()
+		flow := g.pickFlow()
+		b, segs, err := g.build(flow, maxSegs, ts)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		g.cur, g.curFlow, g.curSegs, g.curLeft = b, flow, segs, g.clone
+	}
+	g.curLeft--
+	return g.cache.Clone(g.cur), g.curFlow, g.curSegs, nil
+}
+
+func (g *Pktgen) dropCur() {
+	if g.cur != nil {
+		g.cache.Free(g.cur)
+		g.cur = nil
+	}
+}
+
+func (g *Pktgen) pickFlow() int {
+	f := g.flow
+	g.flowLeft--
+	if g.flowLeft == 0 {
+		g.flowLeft = g.flowLen
+		g.flow++
+		if g.flow == g.flows {
+			g.flow = 0
+		}
+	}
+	return f
+}
+
+func (g *Pktgen) alloc(n int) (*skb.Buff, error) {
+	if g.devAlloc != nil {
+		return g.devAlloc.Alloc(n)
+	}
+	return g.cache.Alloc(n)
+}
+
+// build makes a new buffer for flow: one datagram or frame of the next
+// scheduled size, or with GSO a super-packet of up to maxSegs datagrams of
+// that size, each stamped with its own sequence number.
+func (g *Pktgen) build(flow, maxSegs int, ts int64) (*skb.Buff, int, error) {
+	e := &g.sched[g.si]
+	g.si++
+	if g.si == len(g.sched) {
+		g.si = 0
+	}
+	seq := g.seqs[flow]
+	if g.link {
+		t := &g.tmpls[e.tmpl]
+		b, err := g.alloc(len(t.frame))
+		if err != nil {
+			return nil, 0, err
+		}
+		t.fill(b.Put(len(t.frame)), g.ports[flow], Stamp{Run: g.run, Flow: uint32(flow), Seq: seq, Tstamp: ts})
+		g.seqs[flow] = seq + 1
+		return b, 1, nil
+	}
+	size := e.size
+	segs := 1
+	if g.gso {
+		segs = max(1, min(maxSegs, gsoMaxSegs, MaxDatagram/size))
+	}
+	b, err := g.alloc(size * segs)
+	if err != nil {
+		return nil, 0, err
+	}
+	p := b.Put(size * segs)
+	for k := range segs {
+		d := p[k*size : (k+1)*size]
+		PutStamp(d, Stamp{Run: g.run, Flow: uint32(flow), Seq: seq + uint64(k), Tstamp: ts})
+		clear(d[StampLen:])
+	}
+	if segs > 1 {
+		b.SetGSO(size, segs, skb.GSOUDPL4)
+	}
+	g.seqs[flow] = seq + uint64(segs)
+	return b, segs, nil
+}
+
+// Run sends until the count or the duration is reached or ctx is done,
+// pacing at Rate, calling OnInterval every Interval, then rings the
+// doorbell for anything still queued and returns what the run did. The
+// error is nil when the run ended by its bounds or ctx; otherwise it is
+// netdev.ErrClosed (the device was closed under the run) or an allocation
+// error that no retry can fix (skb.ErrTooBig: the size does not fit the
+// device's buffers), and the result still holds what was sent.
+func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	done := ctx.Done()
+	start := time.Now()
+	g.start, g.lastTick = start, start
+	st0 := g.dev.Stats()
+	g.lastSt, g.lastFail = st0, g.allocFails
+	deadline := start.Add(g.duration)
+	pace := newPacer(g.cfg.Rate, start)
+	q0, fails0, xe0 := g.queued, g.allocFails, g.xmitErrs
+	g.firstErr = nil
+	var runErr error
+	now := start
+loop:
+	for g.remaining() > 0 {
+		now = pace.wait(now, int(min(uint64(g.burstLen), g.remaining())), deadline)
+		if !now.Before(deadline) {
+			break
+		}
+		_, err := g.burst(now.UnixNano())
+		switch {
+		case err == nil:
+		case errors.Is(err, pool.ErrExhausted):
+			// Buffers are in flight (an AF_XDP UMEM): give completions
+			// a moment.
+			time.Sleep(20 * time.Microsecond)
+		default:
+			runErr = err
+			break loop
+		}
+		now = time.Now()
+		if !now.Before(deadline) {
+			break
+		}
+		if g.cfg.OnInterval != nil && now.Sub(g.lastTick) >= g.interval {
+			g.tick(now)
+		}
+		if done != nil {
+			select {
+			case <-done:
+				break loop
+			default:
+			}
+		}
+	}
+	g.dropCur()
+	if runErr == nil || !errors.Is(runErr, netdev.ErrClosed) {
+		if err := g.dev.Flush(); err != nil && !errors.Is(err, netdev.ErrClosed) {
+			g.xmitErrs++
+			g.note(err)
+		}
+	}
+	end := time.Now()
+	st := g.dev.Stats().Sub(st0)
+	r := PktgenResult{
+		Packets:    st.TxPackets,
+		Bytes:      st.TxBytes,
+		Seconds:    end.Sub(start).Seconds(),
+		Errors:     st.TxDroppedTotal() + g.allocFails - fails0,
+		Doorbells:  st.TxDoorbells,
+		Queued:     g.queued - q0,
+		Flows:      g.flows,
+		XmitErrors: g.xmitErrs - xe0,
+		FirstErr:   g.firstErr,
+	}
+	r.PPS, r.Mbps = rates(r.Packets, r.Bytes, r.Seconds)
+	return r, runErr
+}
+
+func rates(packets, bytes uint64, secs float64) (pps, mbps float64) {
+	if secs <= 0 {
+		return 0, 0
+	}
+	return float64(packets) / secs, float64(bytes) * 8 / secs / 1e6
+}
+
+func (g *Pktgen) tick(now time.Time) {
+	st := g.dev.Stats()
+	d := st.Sub(g.lastSt)
+	iv := PktgenInterval{
+		Elapsed:   now.Sub(g.start),
+		Seconds:   now.Sub(g.lastTick).Seconds(),
+		Packets:   d.TxPackets,
+		Bytes:     d.TxBytes,
+		Errors:    d.TxDroppedTotal() + g.allocFails - g.lastFail,
+		Doorbells: d.TxDoorbells,
+	}
+	iv.PPS, iv.Mbps = rates(iv.Packets, iv.Bytes, iv.Seconds)
+	g.lastSt, g.lastTick, g.lastFail = st, now, g.allocFails
+	g.cfg.OnInterval(iv)
+}
+
+// Close frees the buffer the generator keeps as the source of its clones.
+// It does not close the device.
+func (g *Pktgen) Close() { g.dropCur() }

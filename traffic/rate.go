@@ -1,0 +1,52 @@
+package traffic
+
+import "time"
+
+// pacerDepth is the token bucket's depth in time: after a late wake-up the
+// generator may send up to this much of its rate back to back to catch up,
+// and no more.
+const pacerDepth = time.Millisecond
+
+// pacerMinSleep is the shortest wait worth a sleep: under it the burst goes
+// out at once and the debt is paid by the next wait.
+const pacerMinSleep = 2 * time.Microsecond
+
+// pacer is a token bucket in virtual-time form (the generic cell rate
+// algorithm of ITU-T I.371): tat is when the bucket will have paid for
+// everything sent so far. A burst waits until tat, then pushes tat on by
+// its cost. Waiting is a sleep, never a spin: a late wake-up leaves tat
+// behind the clock, and the bursts that follow go out at once until it
+// has caught up, up to pacerDepth of credit. So the average rate is exact
+// and no core is kept busy, at the price of micro-bursts as long as the
+// scheduler's wake-up latency.
+type pacer struct {
+	perPacket float64 // ns per packet; 0: no limit
+	tat       time.Time
+}
+
+func newPacer(rate float64, start time.Time) pacer {
+	if rate <= 0 {
+		return pacer{}
+	}
+	return pacer{perPacket: 1e9 / rate, tat: start}
+}
+
+// wait blocks until n more packets may be sent, but not past deadline, and
+// returns the time after the wait (now when it did not wait).
+func (p *pacer) wait(now time.Time, n int, deadline time.Time) time.Time {
+	if p.perPacket == 0 {
+		return now
+	}
+	if floor := now.Add(-pacerDepth); p.tat.Before(floor) {
+		p.tat = floor
+	}
+	if d := p.tat.Sub(now); d >= pacerMinSleep {
+		if rest := deadline.Sub(now); d > rest {
+			d = max(rest, 0)
+		}
+		time.Sleep(d)
+		now = time.Now()
+	}
+	p.tat = p.tat.Add(time.Duration(float64(n) * p.perPacket))
+	return now
+}

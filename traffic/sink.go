@@ -1,0 +1,370 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// Defaults of the receiving engines.
+const (
+	// DefaultBudget is the packets one Poll may hand over: the drivers'
+	// receive batch.
+	DefaultBudget = netdev.DefaultBatch
+	// DefaultSinkDuration bounds a Sink or Echo run when the config gives
+	// no duration: twice DefaultDuration, so that a sink started first
+	// sees the whole of a default generator run.
+	DefaultSinkDuration = 2 * DefaultDuration
+	// DefaultIdle is how long a sink waits, once traffic was seen, for
+	// more before it stops.
+	DefaultIdle = time.Second
+	// waitSlice is the longest a receiving engine sleeps in Wait before it
+	// looks at its clock (bounds, interval, context). It is constant so
+	// that a driver which sets a socket timeout per value (driver/udp) sets
+	// it once.
+	waitSlice = 20 * time.Millisecond
+)
+
+// SinkConfig configures a Sink. The zero value polls 64 packets at a time,
+// sleeps in Wait between empty polls, and stops after DefaultSinkDuration
+// or after DefaultIdle without traffic once traffic was seen.
+type SinkConfig struct {
+	// Budget is the most packets one Poll hands over; 0 means
+	// DefaultBudget.
+	Budget int
+
+	// Spin polls again at once after an empty Poll instead of sleeping in
+	// the device's Wait: lower latency, one core busy all the time.
+	Spin bool
+
+	// Duration bounds the run (0 means DefaultSinkDuration); Idle stops it
+	// after this long without a packet once one was seen (0 means
+	// DefaultIdle, negative never); Count stops it after this many packets
+	// (0: no limit).
+	Duration time.Duration
+	Idle     time.Duration
+	Count    uint64
+
+	// Link says the device hands over Ethernet frames (afpacket, afxdp):
+	// each is parsed, and only UDP datagrams to Port (any port when 0) are
+	// counted; other frames are counted in Other and freed. Otherwise every
+	// packet is a UDP payload and counts.
+	Link bool
+	Port uint16
+
+	// OnInterval, when set, is called on the sink's goroutine every
+	// Interval (0 means DefaultInterval).
+	OnInterval func(SinkInterval)
+	Interval   time.Duration
+}
+
+// SinkInterval is what one interval of a sink run received.
+type SinkInterval struct {
+	Elapsed     time.Duration // from the start of the run to the end of the interval
+	Seconds     float64       // length of the interval
+	Packets     uint64
+	Bytes       uint64
+	PPS         float64
+	Mbps        float64
+	Lost        uint64 // growth of the lost count (it shrinks when late packets arrive: then 0)
+	Reordered   uint64
+	KernelDrops uint64 // rx_dropped_kernel
+}
+
+// SinkResult is what a sink counted. Packets counts datagrams (each segment
+// of a GRO train or GSO buffer, as the device hands them over) or, on a
+// link-layer device, UDP frames to the port; Bytes counts their lengths as
+// the device gives them (UDP payloads, or whole frames).
+type SinkResult struct {
+	Packets uint64
+	Bytes   uint64
+	// Seconds is the time from the first packet to the last; PPS and Mbps
+	// are over it, as the C reference receiver measures.
+	Seconds float64
+	PPS     float64
+	Mbps    float64
+
+	// Lost, Reordered and Duplicates come from the stamps (see
+	// FlowTotals); Unstamped counts packets without a stamp, which count
+	// in Packets only. Flows counts the flows seen.
+	Lost       uint64
+	Reordered  uint64
+	Duplicates uint64
+	Unstamped  uint64
+	Flows      int
+
+	// Other counts frames a link-layer sink did not count: not UDP, not to
+	// its port, or not parsable.
+	Other uint64
+
+	// KernelDrops is the growth of rx_dropped_kernel: datagrams or frames
+	// the kernel dropped before the device saw them (a full socket buffer
+	// or ring). Dropped is that of all rx_dropped reasons, and Copybreak
+	// that of rx_copybreak.
+	KernelDrops uint64
+	Dropped     uint64
+	Copybreak   uint64
+
+	// Latency is the one-way delay from each stamp's send time to the
+	// Poll that handed the packet over (on one host, or hosts whose
+	// clocks agree).
+	Latency Latency
+}
+
+// progress is what a sink of a group publishes after each Poll that
+// handed packets over, for RunSinks to apply the group's bounds.
+type progress struct {
+	last    atomic.Int64 // ns since the epoch of the last such Poll
+	packets atomic.Uint64
+}
+
+// Sink counts what a device receives. It belongs to one goroutine, the
+// device's. Make one with NewSink, then Run it, or call Poll in a loop of
+// your own and read Result.
+type Sink struct {
+	dev     netdev.Device
+	cache   *pool.Cache
+	cfg     SinkConfig
+	budget  int
+	dur     time.Duration
+	idle    time.Duration
+	every   time.Duration
+	handler netdev.Handler
+
+	cnt     Counter
+	lat     Histogram
+	packets uint64
+	bytes   uint64
+	other   uint64
+	nostamp uint64
+	scratch [StampLen]byte
+
+	now   time.Time // clock of the current Poll, read at its first packet
+	nowOK bool
+
+	seen        bool
+	first, last time.Time
+	st0         netdev.Stats
+	progress    *progress // set by RunSinks: the group's view of this sink
+
+	start    time.Time
+	lastTick time.Time
+	lastPkts uint64
+	lastByte uint64
+	lastLost uint64
+	lastReor uint64
+	lastKern uint64
+}
+
+// NewSink checks cfg and prepares a sink over dev; the device's counters
+// are read now, as the base of the result's. It returns an error wrapping
+// ErrConfig for an invalid config.
+func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
+	s := &Sink{dev: dev, cache: dev.Cache(), cfg: cfg}
+	s.budget = cmp0(cfg.Budget, DefaultBudget)
+	s.dur = cmp0(cfg.Duration, DefaultSinkDuration)
+	s.idle = cmp0(cfg.Idle, DefaultIdle)
+	s.every = cmp0(cfg.Interval, DefaultInterval)
+	switch {
+	case s.budget < 1:
+		return nil, fmt.Errorf("traffic: sink: %w: budget %d", ErrConfig, cfg.Budget)
+	case s.dur < 0:
+		return nil, fmt.Errorf("traffic: sink: %w: duration %v is negative", ErrConfig, cfg.Duration)
+	case s.every < 0:
+		return nil, fmt.Errorf("traffic: sink: %w: interval %v is negative", ErrConfig, cfg.Interval)
+	}
+	s.handler = s.handle
+	s.st0 = dev.Stats()
+	return s, nil
+}
+
+// Poll calls the device's Poll once with the sink's budget, counting every
+// packet it hands over and freeing it, and returns how many it handed
+// over. It allocates nothing.
+func (s *Sink) Poll() (int, error) {
+	s.nowOK = false
+	n, err := s.dev.Poll(s.budget, s.handler)
+	if n > 0 {
+		if !s.seen {
+			s.seen, s.first = true, s.now
+		}
+		s.last = s.now
+		if s.progress != nil {
+			s.progress.last.Store(s.now.UnixNano())
+			s.progress.packets.Store(s.packets)
+		}
+	}
+	return n, err
+}
+
+func (s *Sink) clock() time.Time {
+	if !s.nowOK {
+		s.now, s.nowOK = time.Now(), true
+	}
+	return s.now
+}
+
+func (s *Sink) handle(b *skb.Buff) {
+	now := s.clock()
+	n := b.Len()
+	off := 0 // of the UDP payload in b
+	plen := n
+	if s.cfg.Link {
+		data := b.Data()
+		f, err := header.ParseFrame(data)
+		if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment {
+			s.other++
+			s.cache.Free(b)
+			return
+		}
+		u := header.UDP(data[f.TransportOffset:])
+		if s.cfg.Port != 0 && u.DestinationPort() != s.cfg.Port {
+			s.other++
+			s.cache.Free(b)
+			return
+		}
+		off = f.PayloadOffset
+		plen = min(int(u.Length())-header.UDPHeaderLen, n-off)
+	}
+	s.bytes += uint64(n)
+	if g := b.GSOSize(); g > 0 && plen > g && !s.cfg.Link {
+		// A GSO buffer from a device that does not segment (memring):
+		// count its datagrams.
+		for o := 0; o < plen; o += g {
+			s.count(b, o, min(g, plen-o), now)
+		}
+	} else {
+		s.count(b, off, plen, now)
+	}
+	s.cache.Free(b)
+}
+
+// count counts the datagram of l bytes at offset off of b.
+func (s *Sink) count(b *skb.Buff, off, l int, now time.Time) {
+	s.packets++
+	if l < StampLen {
+		s.nostamp++
+		return
+	}
+	var st Stamp
+	var ok bool
+	if d := b.Data(); off+StampLen <= len(d) {
+		st, ok = ParseStamp(d[off:])
+	} else if b.CopyBits(off, s.scratch[:]) == nil {
+		st, ok = ParseStamp(s.scratch[:])
+	}
+	if !ok {
+		s.nostamp++
+		return
+	}
+	s.cnt.Add(st)
+	s.lat.Record(time.Duration(now.UnixNano() - st.Tstamp))
+}
+
+// Run polls until the duration passes, the count is reached, the link
+// has been idle for Idle after traffic, or ctx is done, and returns the
+// result. Between empty polls it sleeps in the device's Wait, unless
+// Spin. The error is nil when the run ended by its bounds or ctx, or the
+// device's error (netdev.ErrClosed when it was closed under the run); the
+// result holds what was counted either way.
+func (s *Sink) Run(ctx context.Context) (SinkResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	done := ctx.Done()
+	start := time.Now()
+	s.start, s.lastTick = start, start
+	deadline := start.Add(s.dur)
+	var runErr error
+loop:
+	for {
+		n, err := s.Poll()
+		if err != nil {
+			runErr = err
+			break
+		}
+		now := s.now
+		if n == 0 {
+			now = time.Now()
+		}
+		switch {
+		case s.cfg.Count > 0 && s.packets >= s.cfg.Count:
+			break loop
+		case !now.Before(deadline):
+			break loop
+		case s.seen && s.idle > 0 && now.Sub(s.last) >= s.idle:
+			break loop
+		}
+		if s.cfg.OnInterval != nil && now.Sub(s.lastTick) >= s.every {
+			s.tick(now)
+		}
+		if done != nil {
+			select {
+			case <-done:
+				break loop
+			default:
+			}
+		}
+		if n == 0 && !s.cfg.Spin {
+			err := s.dev.Wait(min(waitSlice, deadline.Sub(now)))
+			if err != nil && !errors.Is(err, netdev.ErrTimeout) {
+				runErr = err
+				break
+			}
+		}
+	}
+	return s.Result(), runErr
+}
+
+func (s *Sink) tick(now time.Time) {
+	t := s.cnt.Totals()
+	kern := s.dev.Stats().Sub(s.st0).RxDropped[netdev.DropKernel]
+	iv := SinkInterval{
+		Elapsed:     now.Sub(s.start),
+		Seconds:     now.Sub(s.lastTick).Seconds(),
+		Packets:     s.packets - s.lastPkts,
+		Bytes:       s.bytes - s.lastByte,
+		Reordered:   t.Reordered - s.lastReor,
+		KernelDrops: kern - s.lastKern,
+	}
+	if t.Lost > s.lastLost {
+		iv.Lost = t.Lost - s.lastLost
+	}
+	iv.PPS, iv.Mbps = rates(iv.Packets, iv.Bytes, iv.Seconds)
+	s.lastTick, s.lastPkts, s.lastByte = now, s.packets, s.bytes
+	s.lastLost, s.lastReor, s.lastKern = t.Lost, t.Reordered, kern
+	s.cfg.OnInterval(iv)
+}
+
+// Result returns what the sink counted so far, with the growth of the
+// device's counters since NewSink.
+func (s *Sink) Result() SinkResult {
+	t := s.cnt.Totals()
+	st := s.dev.Stats().Sub(s.st0)
+	r := SinkResult{
+		Packets:     s.packets,
+		Bytes:       s.bytes,
+		Lost:        t.Lost,
+		Reordered:   t.Reordered,
+		Duplicates:  t.Duplicates,
+		Unstamped:   s.nostamp,
+		Flows:       t.Flows,
+		Other:       s.other,
+		KernelDrops: st.RxDropped[netdev.DropKernel],
+		Dropped:     st.RxDroppedTotal(),
+		Copybreak:   st.RxCopybreak,
+		Latency:     s.lat.Summary(),
+	}
+	if s.seen {
+		r.Seconds = s.last.Sub(s.first).Seconds()
+	}
+	r.PPS, r.Mbps = rates(r.Packets, r.Bytes, r.Seconds)
+	return r
+}

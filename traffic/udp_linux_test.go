@@ -1,0 +1,240 @@
+package traffic
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/driver/udp"
+	"github.com/skbdev/skb/netdev"
+)
+
+var lo4 = netip.MustParseAddrPort("127.0.0.1:0")
+
+func openUDP(t testing.TB, cfg udp.Config) *udp.Device {
+	t.Helper()
+	d, err := udp.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return d
+}
+
+// sinkAsync runs a sink on its own goroutine (the device's) and returns
+// a channel with its result.
+func sinkAsync(t testing.TB, devs []netdev.Device, cfg SinkConfig) <-chan SinkResult {
+	ch := make(chan SinkResult, 1)
+	go func() {
+		r, err := RunSinks(context.Background(), devs, cfg)
+		if err != nil {
+			t.Error(err)
+		}
+		ch <- r
+	}()
+	return ch
+}
+
+// TestUDPLoopback sends from a generator to a sink over loopback at a
+// modest rate and expects every datagram, in order.
+func TestUDPLoopback(t *testing.T) {
+	tests := []struct {
+		name  string
+		gen   PktgenConfig
+		gso   bool
+		gro   bool
+		want  uint64
+		bells uint64
+	}{
+		{"burst 1", PktgenConfig{Count: 4000, Rate: 40000}, false, false, 4000, 4000},
+		{"burst 16", PktgenConfig{Count: 4000, Rate: 40000, Burst: 16}, false, false, 4000, 250},
+		{"gso gro", PktgenConfig{Count: 6400, Rate: 100000, Burst: 64, GSO: true}, true, true, 6400, 100},
+		{"gso plain sink", PktgenConfig{Count: 3200, Rate: 40000, Burst: 32, GSO: true, Size: 200}, true, false, 3200, 100},
+		{"clone", PktgenConfig{Count: 2000, Rate: 40000, Burst: 4, Clone: 10}, false, false, 2000, 500},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rx := openUDP(t, udp.Config{Local: lo4, GRO: tc.gro, RcvBuf: 4 << 20})
+			tx := openUDP(t, udp.Config{Local: lo4, GSO: tc.gso})
+			res := sinkAsync(t, []netdev.Device{rx}, SinkConfig{Count: tc.want, Duration: 10 * time.Second})
+			tc.gen.Dst = rx.LocalAddr()
+			g, err := NewPktgen(tx, tc.gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gr, err := g.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sr := <-res
+			if gr.Packets != tc.want || gr.Errors != 0 || gr.Doorbells != tc.bells {
+				t.Errorf("pktgen %+v: want %d packets in %d doorbells", gr, tc.want, tc.bells)
+			}
+			dups := uint64(0)
+			if c := tc.gen.Clone; c > 1 {
+				dups = tc.want - tc.want/uint64(c)
+			}
+			if sr.Packets != tc.want || sr.Lost != 0 || sr.Reordered != 0 || sr.Duplicates != dups || sr.KernelDrops != 0 {
+				t.Errorf("sink %+v: want %d packets, %d duplicates", sr, tc.want, dups)
+			}
+		})
+	}
+}
+
+// TestUDPFlows sends 4 flows to 4 ports and receives them with one sink per
+// port.
+func TestUDPFlows(t *testing.T) {
+	const flows = 4
+	var devs []netdev.Device
+	var base netip.AddrPort
+	for try := 0; try < 20 && len(devs) < flows; try++ {
+		devs = devs[:0]
+		first, err := udp.Open(udp.Config{Local: lo4, RcvBuf: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base = first.LocalAddr()
+		devs = append(devs, first)
+		for i := 1; i < flows; i++ {
+			d, err := udp.Open(udp.Config{Local: netip.AddrPortFrom(base.Addr(), base.Port()+uint16(i)), RcvBuf: 1 << 20})
+			if err != nil {
+				break
+			}
+			devs = append(devs, d)
+		}
+		if len(devs) < flows {
+			for _, d := range devs {
+				d.Close()
+			}
+		}
+	}
+	if len(devs) < flows {
+		t.Skip("no 4 consecutive free ports on loopback")
+	}
+	t.Cleanup(func() {
+		for _, d := range devs {
+			d.Close()
+		}
+	})
+	var ivs int
+	res := make(chan SinkResult, 1)
+	go func() {
+		r, err := RunSinks(context.Background(), devs, SinkConfig{Count: 4000, Interval: 20 * time.Millisecond,
+			OnInterval: func(SinkInterval) { ivs++ }})
+		if err != nil {
+			t.Error(err)
+		}
+		res <- r
+	}()
+	tx := openUDP(t, udp.Config{Local: lo4})
+	g, err := NewPktgen(tx, PktgenConfig{Dst: base, Flows: flows, Count: 4000, Rate: 40000, Burst: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.Packets != 4000 || r.Flows != flows || r.Lost != 0 || r.Reordered != 0 {
+		t.Errorf("sinks %+v: want 4000 packets in %d flows", r, flows)
+	}
+	if ivs == 0 {
+		t.Error("no merged interval")
+	}
+}
+
+func TestUDPPingPong(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		srv := openUDP(t, udp.Config{Local: lo4})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan EchoResult, 1)
+		go func() {
+			r, err := Echo(ctx, srv, EchoConfig{Spin: busy})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		// Connected, as cmd/skb opens it: an absent server shows as ECONNREFUSED.
+		cli := openUDP(t, udp.Config{Remote: srv.LocalAddr()})
+		r, err := PingPong(context.Background(), cli, PingPongConfig{Iters: 500, BusyPoll: busy})
+		cancel()
+		er := <-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Iters != 500 || r.Lost != 0 || r.P50 <= 0 || er.Echoed != 550 {
+			t.Errorf("busy %v: pingpong %+v, echo %+v", busy, r, er)
+		}
+		// Unconnected, addressed with XmitTo.
+		cli2 := openUDP(t, udp.Config{Local: lo4})
+		ctx, cancel = context.WithCancel(context.Background())
+		go func() {
+			r, _ := Echo(ctx, srv, EchoConfig{Spin: busy})
+			done <- r
+		}()
+		r, err = PingPong(context.Background(), cli2, PingPongConfig{Dst: srv.LocalAddr(), Iters: 100, Warmup: -1, BusyPoll: busy})
+		cancel()
+		<-done
+		if err != nil || r.Iters != 100 {
+			t.Errorf("busy %v, unconnected: %+v, %v", busy, r, err)
+		}
+	}
+}
+
+// TestUDPPingPongRefused checks that a client connected to a port without a
+// server fails at once with the socket's error.
+func TestUDPPingPongRefused(t *testing.T) {
+	free, err := udp.Open(udp.Config{Local: lo4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.LocalAddr()
+	free.Close()
+	cli := openUDP(t, udp.Config{Remote: addr})
+	t0 := time.Now()
+	_, err = PingPong(context.Background(), cli, PingPongConfig{Iters: 10})
+	if err == nil {
+		t.Fatal("pingpong to a closed port succeeded")
+	}
+	if el := time.Since(t0); el > 900*time.Millisecond {
+		t.Errorf("took %v to notice: %v", el, err)
+	}
+}
+
+// TestUDPZeroAllocs asserts zero allocations per burst over the UDP
+// driver, generator and sink in one goroutine.
+func TestUDPZeroAllocs(t *testing.T) {
+	rx := openUDP(t, udp.Config{Local: lo4, RcvBuf: 4 << 20})
+	tx := openUDP(t, udp.Config{Local: lo4})
+	g, err := NewPktgen(tx, PktgenConfig{Dst: rx.LocalAddr(), Burst: 16, Flows: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := NewSink(rx, SinkConfig{})
+	step := func() {
+		if _, err := g.Burst(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			n, err := s.Poll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	for range 50 {
+		step()
+	}
+	if n := testing.AllocsPerRun(200, step); n != 0 {
+		t.Errorf("%v allocations per burst, want 0", n)
+	}
+}

@@ -1,0 +1,275 @@
+package traffic
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/header"
+)
+
+func TestStampRoundTrip(t *testing.T) {
+	s := Stamp{Run: 0xdeadbeef, Flow: 63, Seq: 1<<40 + 7, Tstamp: time.Now().UnixNano()}
+	b := make([]byte, 64)
+	PutStamp(b, s)
+	got, ok := ParseStamp(b)
+	if !ok || got != s {
+		t.Fatalf("ParseStamp = %+v, %v; want %+v", got, ok, s)
+	}
+	if _, ok := ParseStamp(b[:StampLen-1]); ok {
+		t.Error("ParseStamp accepted a short payload")
+	}
+	b[0] ^= 1
+	if _, ok := ParseStamp(b); ok {
+		t.Error("ParseStamp accepted a bad magic")
+	}
+}
+
+// TestCounter feeds crafted sequences and checks loss, reordering and
+// duplicates.
+func TestCounter(t *testing.T) {
+	type pkt struct {
+		run, flow uint32
+		seq       uint64
+	}
+	seq := func(flow uint32, s ...uint64) []pkt {
+		var out []pkt
+		for _, v := range s {
+			out = append(out, pkt{1, flow, v})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		in   []pkt
+		want FlowTotals
+	}{
+		{"in order", seq(0, 0, 1, 2, 3, 4), FlowTotals{Packets: 5, Flows: 1}},
+		{"one lost", seq(0, 0, 1, 3, 4), FlowTotals{Packets: 4, Lost: 1, Flows: 1}},
+		{"burst lost", seq(0, 0, 10), FlowTotals{Packets: 2, Lost: 9, Flows: 1}},
+		{"swap", seq(0, 0, 2, 1, 3), FlowTotals{Packets: 4, Reordered: 1, Flows: 1}},
+		{"late by many", seq(0, 0, 1, 3, 4, 5, 2), FlowTotals{Packets: 6, Reordered: 1, Flows: 1}},
+		{"reordered and lost", seq(0, 0, 3, 1, 4), FlowTotals{Packets: 4, Lost: 1, Reordered: 1, Flows: 1}},
+		{"duplicates", seq(0, 0, 0, 0, 1, 1, 2), FlowTotals{Packets: 6, Duplicates: 3, Flows: 1}},
+		{"starts late", seq(0, 100, 101, 103), FlowTotals{Packets: 3, Lost: 1, Flows: 1}},
+		{"late before first", seq(0, 5, 6, 4), FlowTotals{Packets: 3, Reordered: 1, Flows: 1}},
+		{"flows interleaved", append(seq(0, 0, 1, 2), seq(7, 0, 2)...), FlowTotals{Packets: 5, Lost: 1, Flows: 2}},
+		{"new run restarts the flow", []pkt{{1, 0, 0}, {1, 0, 2}, {2, 0, 0}, {2, 0, 1}},
+			FlowTotals{Packets: 4, Lost: 1, Flows: 2}},
+		{"untracked flow", []pkt{{1, MaxFlows, 0}, {1, 0, 0}}, FlowTotals{Packets: 2, Flows: 1, Untracked: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Counter
+			for _, p := range tc.in {
+				c.Add(Stamp{Run: p.run, Flow: p.flow, Seq: p.seq})
+			}
+			if got := c.Totals(); got != tc.want {
+				t.Errorf("Totals = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCounterShuffled checks that a random permutation of a flow with some
+// packets removed counts exactly the removed ones as lost.
+func TestCounterShuffled(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 10000
+	var seqs []uint64
+	dropped := 0
+	for i := range uint64(n) {
+		if i > 0 && i < n-1 && r.IntN(50) == 0 {
+			dropped++
+			continue
+		}
+		seqs = append(seqs, i)
+	}
+	// Swap neighbours now and then: local reordering, as on a real link.
+	for i := 0; i+1 < len(seqs); i++ {
+		if r.IntN(20) == 0 && seqs[i] != 0 && seqs[i+1] != n-1 {
+			seqs[i], seqs[i+1] = seqs[i+1], seqs[i]
+			i++
+		}
+	}
+	var c Counter
+	for _, s := range seqs {
+		c.Add(Stamp{Run: 9, Seq: s})
+	}
+	got := c.Totals()
+	if got.Lost != uint64(dropped) || got.Packets != uint64(len(seqs)) || got.Reordered == 0 {
+		t.Errorf("Totals = %+v, want lost %d of %d packets, some reordered", got, dropped, len(seqs))
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var h Histogram
+	var exact []time.Duration
+	for range 100000 {
+		d := time.Duration(r.ExpFloat64() * 50e3) // around 50 µs
+		h.Record(d)
+		exact = append(exact, d)
+	}
+	slices.Sort(exact)
+	for _, q := range []float64{0.5, 0.9, 0.99, 0.999} {
+		want := exact[int(q*float64(len(exact)))-1]
+		got := h.Quantile(q)
+		if diff := float64(got-want) / float64(want); diff > 0.02 || diff < -0.02 {
+			t.Errorf("Quantile(%v) = %v, want %v within 2%%", q, got, want)
+		}
+	}
+	s := h.Summary()
+	if s.Min != exact[0] || s.Max != exact[len(exact)-1] || s.Count != uint64(len(exact)) {
+		t.Errorf("Summary = %+v", s)
+	}
+	for _, v := range []uint64{0, 1, 127, 128, 129, 1 << 20, 1<<63 - 1} {
+		i := histIndex(v)
+		if i < 0 || i >= histBuckets {
+			t.Fatalf("histIndex(%d) = %d out of range", v, i)
+		}
+		if m := histValue(i); v >= 128 && (float64(m) < float64(v)*0.98 || float64(m) > float64(v)*1.02) {
+			t.Errorf("histValue(histIndex(%d)) = %d, more than 2%% off", v, m)
+		}
+	}
+}
+
+func TestParseIMIX(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []IMIXEntry
+		err  bool
+	}{
+		{"imix", DefaultIMIX, false},
+		{"64:7,576:4,1472:1", DefaultIMIX, false},
+		{"100", []IMIXEntry{{100, 1}}, false},
+		{" 64:3 , 128 ", []IMIXEntry{{64, 3}, {128, 1}}, false},
+		{"", nil, true},
+		{"10:1", nil, true},        // below the stamp
+		{"64:0", nil, true},        // weight 0
+		{"64:x", nil, true},        // not a number
+		{"x:1", nil, true},         // not a number
+		{"64:70000", nil, true},    // weight too large
+		{"64:-1,128:1", nil, true}, // negative weight
+	}
+	for _, tc := range tests {
+		got, err := ParseIMIX(tc.in)
+		if tc.err {
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("ParseIMIX(%q) error = %v, want ErrConfig", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseIMIX(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestSchedule(t *testing.T) {
+	s := schedule(DefaultIMIX)
+	if len(s) != 12 {
+		t.Fatalf("schedule has %d entries, want 12", len(s))
+	}
+	n := map[int]int{}
+	for _, v := range s {
+		n[v]++
+	}
+	if n[64] != 7 || n[576] != 4 || n[1472] != 1 {
+		t.Errorf("schedule %v: counts %v, want 7:4:1", s, n)
+	}
+	// Smooth: no size appears three times in a row.
+	for i := 2; i < len(s); i++ {
+		if s[i] == s[i-1] && s[i] == s[i-2] {
+			t.Errorf("schedule %v is not spread out", s)
+			break
+		}
+	}
+}
+
+// TestFrameTemplate checks that the per-packet checksum update gives the
+// checksum a full computation gives, for IPv4 and IPv6, and that a
+// reflected frame still verifies.
+func TestFrameTemplate(t *testing.T) {
+	frames := map[string]*header.UDPFrame{
+		"ipv4": {Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
+			SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
+			SourcePort: 4000, DestinationPort: 9000},
+		"ipv6 vlan": {Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
+			VLANProto: header.EtherTypeVLAN, VLANTCI: 5,
+			SourceIP: netip.MustParseAddr("2001:2::1"), DestinationIP: netip.MustParseAddr("2001:2::2"),
+			SourcePort: 4000, DestinationPort: 9000},
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for name, f := range frames {
+		t.Run(name, func(t *testing.T) {
+			for _, size := range []int{StampLen, 64, 65, 1472} {
+				tm, err := newTemplate(f, size)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range 200 {
+					port := uint16(r.IntN(65535) + 1)
+					st := Stamp{Run: r.Uint32(), Flow: r.Uint32(), Seq: r.Uint64(), Tstamp: r.Int64()}
+					got := make([]byte, len(tm.frame))
+					tm.fill(got, port, st)
+
+					ff := *f
+					ff.DestinationPort = port
+					want := make([]byte, len(tm.frame))
+					PutStamp(want[ff.HeaderLen():], st)
+					if _, err := header.BuildUDP(want, &ff); err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got, want) {
+						t.Fatalf("size %d port %d: fill gives\n%x\nBuildUDP gives\n%x", size, port, got, want)
+					}
+					pf, err := header.ParseFrame(got)
+					if err != nil {
+						t.Fatal(err)
+					}
+					reflectUDP(got, &pf)
+					if err := pf.VerifyChecksum(got); err != nil {
+						t.Fatalf("reflected frame: %v", err)
+					}
+					u := header.UDP(got[pf.TransportOffset:])
+					if u.SourcePort() != port || u.DestinationPort() != f.SourcePort {
+						t.Fatalf("reflected ports %d -> %d", u.SourcePort(), u.DestinationPort())
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestPacer(t *testing.T) {
+	start := time.Now()
+	p := newPacer(1000, start) // 1 ms per packet
+	now := start
+	deadline := start.Add(time.Second)
+	sent := 0
+	for now.Sub(start) < 100*time.Millisecond {
+		now = p.wait(now, 1, deadline)
+		sent++
+	}
+	el := time.Since(start)
+	// The bucket never lets more out than the rate allows plus its depth.
+	if limit := int(el.Seconds()*1000) + int(pacerDepth/time.Millisecond) + 1; sent > limit {
+		t.Errorf("sent %d in %v at 1000/s, more than %d", sent, el, limit)
+	}
+	if sent < 50 {
+		t.Errorf("sent %d in %v at 1000/s: the pacer slept far too long", sent, el)
+	}
+	// A wait never goes past the deadline.
+	p = newPacer(1, time.Now())
+	now = time.Now()
+	p.wait(now, 1, now)
+	t0 := time.Now()
+	p.wait(t0, 1, t0.Add(20*time.Millisecond))
+	if d := time.Since(t0); d > 500*time.Millisecond {
+		t.Errorf("wait ran %v past a 20ms deadline", d)
+	}
+}
