@@ -77,9 +77,11 @@ type Config struct {
 	// (the 68 KiB class), enough for a 64 KiB train.
 	RecvSize int
 
-	// TxTimeout bounds how long a doorbell waits for room in the socket's
-	// send buffer (SO_SNDTIMEO): after it the unsent rest of the batch is
-	// dropped, counted in tx_dropped_ring_full, and Xmit returns an error
+	// TxTimeout bounds how long each send call of a doorbell waits for
+	// room in the socket's send buffer (SO_SNDTIMEO; a doorbell that sent
+	// part of its batch before the wait retries the rest once more): after
+	// it the unsent rest of the batch is dropped, counted in
+	// tx_dropped_ring_full and tx_ring_full, and Xmit returns an error
 	// wrapping unix.EAGAIN. 0 means DefaultTxTimeout; a negative value means
 	// no wait at all (MSG_DONTWAIT).
 	TxTimeout time.Duration

@@ -56,10 +56,22 @@
 // Src returns the source address of the datagram the handler is being given:
 // an echo server answers with XmitTo(b, d.Src(), false).
 //
-// Wait sleeps in poll(2) until the socket is readable; with Config.BusyPoll
-// it spins instead, polling the socket without sleeping, which saves the
-// wake-up of a sleeping CPU (about 23 µs on a virtual machine) per round
-// trip. Close wakes a waiting Wait.
+// Wait sleeps in the kernel in a recvmsg(2) that receives the first
+// datagram, which the next Poll hands over before receiving the rest in
+// batches; with Config.BusyPoll it spins instead, polling the socket
+// without sleeping, which saves the wake-up of a sleeping CPU (about 23 µs
+// on a virtual machine) per round trip. Close wakes a waiting Wait.
+//
+// # Counters
+//
+// Stats counts as netdev says: tx_packets and rx_packets in datagrams (a
+// GSO message or GRO train counts as its datagrams), tx_doorbells in
+// system calls that sent, rx_copybreak, rx_truncated, rx_dropped_kernel,
+// tx_dropped_<reason> (too_big for EMSGSIZE and oversized packets,
+// ring_full when the send buffer stayed full, nobuf for ENOBUFS, error for
+// a refused destination, closed) and gso_fallback_<reason>. Once the kernel
+// has dropped a datagram on the socket, every later one carries the
+// SO_RXQ_OVFL control message, which costs the receiver a few percent.
 //
 // # Concurrency and errors
 //

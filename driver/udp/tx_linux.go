@@ -10,6 +10,7 @@ import (
 
 	"github.com/skbdev/skb/internal/mmsg"
 	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
 
@@ -202,7 +203,7 @@ func (d *Device) queue(b *skb.Buff, name []byte, more bool) error {
 	return nil
 }
 
-var errXmitNoBuf = fmt.Errorf("udp: xmit: linearize: no buffer")
+var errXmitNoBuf = fmt.Errorf("udp: xmit: linearize: %w", pool.ErrExhausted)
 
 // dropOne drops b before it was queued, counts it, rings the doorbell for
 // what was queued before (an error path must not strand them) and returns
@@ -506,7 +507,36 @@ func (d *Device) build(pos *txPos) int {
 // send sends messages [i, m) of the round and returns how many the kernel
 // took. A round of one plain datagram goes by sendto(2), which costs the
 // kernel less than a sendmmsg of one.
+//
+// The call is made first with MSG_DONTWAIT through RawSyscall: on loopback
+// the whole receive path runs inside the sender's call, so a batch keeps it
+// in the kernel for tens of microseconds, and a call the Go scheduler knows
+// about would have its P taken away for that (when no other P is idle) and
+// have to win one back. Only when the socket's send buffer is full, and the
+// device may wait (TxTimeout not negative), is the call made again as one
+// that may sleep.
 func (d *Device) send(i, m int) (int, error) {
+	k, err := d.sendNow(i, m)
+	if err == unix.EAGAIN && d.sendFlags&unix.MSG_DONTWAIT == 0 {
+		k, err = d.sendWait(i, m)
+	}
+	return k, err
+}
+
+func (d *Device) sendNow(i, m int) (int, error) {
+	t := &d.tx
+	if m-i == 1 && t.msgs[i].simple {
+		j := t.msgs[i].pkt
+		p := &t.pkts[j]
+		if _, err := mmsg.SendtoNow(d.fd, p.b.Data(), unix.MSG_DONTWAIT, t.names[j][:p.name]); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	return mmsg.SendHdrsNow(d.fd, t.hdrs[i:m], unix.MSG_DONTWAIT)
+}
+
+func (d *Device) sendWait(i, m int) (int, error) {
 	t := &d.tx
 	if m-i == 1 && t.msgs[i].simple {
 		j := t.msgs[i].pkt

@@ -808,3 +808,49 @@ func TestBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestGSOLimits sends GSO runs that fill one UDP_SEGMENT message to the
+// byte: 65507 bytes of payload over IPv4 (62×1040+1027) and 65527 over IPv6
+// (63×1040+7), the most the kernel takes (ip_append_data and
+// __ip6_append_data). The driver must not ask for more, which would turn
+// GSO off (EMSGSIZE).
+func TestGSOLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		local netip.AddrPort
+		sizes []int
+	}{
+		{"ipv4", lo4, append(repeat(1040, 62), 1027)},
+		{"ipv6", lo6, append(repeat(1040, 63), 7)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tx, rx := pair(t, tc.local, Config{GSO: true}, Config{RcvBuf: 8 << 20})
+			total := 0
+			for i, n := range tc.sizes {
+				total += n
+				if err := tx.Xmit(fill(t, tx, uint32(i), n), i < len(tc.sizes)-1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := map[string]int{"ipv4": MaxDatagram4, "ipv6": MaxDatagram6}[tc.name]; total != want {
+				t.Fatalf("test sends %d bytes, want %d", total, want)
+			}
+			g := collect(t, rx, len(tc.sizes), 2*time.Second)
+			if len(g) != len(tc.sizes) {
+				t.Fatalf("got %d of %d", len(g), len(tc.sizes))
+			}
+			st := tx.Stats()
+			if !tx.GSO() || st.GSOFallbackTotal() != 0 || st.TxDoorbells != 1 {
+				t.Errorf("GSO %v, counters %+v", tx.GSO(), st)
+			}
+		})
+	}
+}
+
+func repeat(v, n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}

@@ -106,3 +106,37 @@ func sockaddrCall(trap uintptr, fd int, sa []byte) error {
 	}
 	return nil
 }
+
+// SendHdrsNow is SendHdrs for a call that cannot sleep (flags holding
+// MSG_DONTWAIT): it enters the kernel with RawSyscall6, without telling the
+// Go scheduler, so that a send that runs long in the kernel (on loopback the
+// receive path runs inside the sender's call, tens of microseconds for a
+// batch) does not make the scheduler hand the goroutine's P away. A send
+// that may sleep must use SendHdrs.
+func SendHdrsNow(fd int, hdrs []unix.Mmsghdr, flags int) (int, error) {
+	if len(hdrs) == 0 {
+		return 0, nil
+	}
+	r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), uintptr(flags), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// SendtoNow is Sendto for a call that cannot sleep (flags holding
+// MSG_DONTWAIT), through RawSyscall6 as SendHdrsNow.
+func SendtoNow(fd int, p []byte, flags int, name []byte) (int, error) {
+	var bp, np unsafe.Pointer
+	if len(p) > 0 {
+		bp = unsafe.Pointer(&p[0])
+	}
+	if len(name) > 0 {
+		np = unsafe.Pointer(&name[0])
+	}
+	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(bp), uintptr(len(p)), uintptr(flags), uintptr(np), uintptr(len(name)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
