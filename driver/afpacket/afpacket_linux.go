@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/net/bpf"
@@ -63,8 +62,7 @@ type Device struct {
 	cfg  Config
 	g    geometry
 	fd   int
-	file *os.File        // fd registered with the runtime poller, for Wait
-	rc   syscall.RawConn // file's, made once
+	efd  int // eventfd that Close signals to wake a blocked Wait
 	ring *ring.Region
 	mem  []byte // the whole mapping: receive ring then transmit ring
 	rx   []byte // receive ring (nil for TxOnly)
@@ -108,8 +106,9 @@ type Device struct {
 	// yet kicked; txHead is the next slot to fill.
 	txHead, txFirst, txPend int
 
-	readyFn func(uintptr) bool
-	errs    errSet
+	pfds [2]unix.PollFd // Wait's: the socket and efd
+	ts   unix.Timespec
+	errs errSet
 }
 
 // extCounters are RingStats' live counters, written by the owner goroutine
@@ -164,7 +163,7 @@ func Open(cfg Config) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: open %s: %w", cfg.Ifname, err)
 	}
-	d := &Device{cfg: cfg, g: g, fd: -1}
+	d := &Device{cfg: cfg, g: g, fd: -1, efd: -1}
 	if err := d.open(prog); err != nil {
 		d.release()
 		return nil, fmt.Errorf("afpacket: open %s: %w", cfg.Ifname, err)
@@ -277,13 +276,11 @@ func (d *Device) open(prog []bpf.RawInstruction) error {
 	if err := d.buffers(); err != nil {
 		return err
 	}
-	d.file = os.NewFile(uintptr(fd), "afpacket:"+cfg.Ifname)
-	rc, err := d.file.SyscallConn()
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		return fmt.Errorf("poller: %w", err)
+		return fmt.Errorf("eventfd: %w", err)
 	}
-	d.rc = rc
-	d.readyFn = func(uintptr) bool { return d.state.Load()&1 != 0 || d.rxReady() }
+	d.efd = efd
 	d.makeErrors()
 	return nil
 }
@@ -514,6 +511,10 @@ func (d *Device) Close() error {
 	}
 	d.closed = true
 	d.state.Or(1)
+	// Wake a Wait blocked in ppoll; the counter stays set, so a Wait about
+	// to block returns at once too.
+	one := [8]byte{1}
+	unix.Write(d.efd, one[:])
 	for spin := 0; d.state.Load() != 1; spin++ {
 		// The owner is inside a call (Poll runs its handler): it returns
 		// soon, and cannot start another.
@@ -537,22 +538,24 @@ func (d *Device) Close() error {
 	return nil
 }
 
-// release closes the socket (waking Wait, and waiting for its poller callback
-// to return), unmaps the rings and closes the cache and the pool made here.
+// release closes the socket and the eventfd, unmaps the rings and closes the
+// cache and the pool made here. The owner's calls, Wait included, have
+// returned and cannot start again.
 func (d *Device) release() error {
 	var errs []error
-	if d.file != nil {
-		errs = append(errs, d.file.Close())
-	} else if d.fd >= 0 {
+	if d.fd >= 0 {
 		errs = append(errs, unix.Close(d.fd))
+		d.fd = -1
 	}
-	d.fd = -1
+	if d.efd >= 0 {
+		errs = append(errs, unix.Close(d.efd))
+		d.efd = -1
+	}
 	if d.ring != nil {
 		errs = append(errs, d.ring.Unmap())
 	}
 	// d.rx and d.tx keep pointing at the unmapped memory: every reader
-	// checks the closed bit first (enter, Wait's callback), and the last
-	// Wait callback returned before the file's Close did.
+	// checks the closed bit first (enter).
 	if d.cache != nil {
 		d.cache.Close()
 	}
@@ -563,43 +566,63 @@ func (d *Device) release() error {
 }
 
 // Wait blocks until Poll has a frame to receive or timeout passes; a
-// negative timeout waits without limit (netdev.Device). It parks the
-// goroutine in the runtime's poller, which the kernel wakes when it hands a
-// block to the process. It returns nil, an error matching netdev.ErrTimeout
-// (os.ErrDeadlineExceeded), or one matching net.ErrClosed once the device is
-// closed (Close wakes a blocked Wait).
+// negative timeout waits without limit (netdev.Device). It blocks the thread
+// in ppoll(2) on the socket (POLLIN, which the kernel signals when it hands
+// a block to the process) and on an eventfd that Close signals. It returns
+// nil, an error matching netdev.ErrTimeout (os.ErrDeadlineExceeded), one
+// matching net.ErrClosed once the device is closed (Close wakes a blocked
+// Wait), or the socket's pending error (SO_ERROR, such as ENETDOWN when the
+// interface goes down), each prefixed "afpacket: wait <ifname>: ".
+//
+// The runtime's poller is not used on purpose: it registers for POLLOUT
+// too, and a packet socket signals POLLOUT each time the kernel frees a
+// frame it sent, which woke the poller's thread once per frame.
 func (d *Device) Wait(timeout time.Duration) error {
 	if !d.enter() {
 		return d.errs.waitClosed
 	}
-	ready := d.rxReady()
-	d.exit()
-	if ready {
+	defer d.exit()
+	if d.rxReady() {
 		return nil
 	}
 	if timeout == 0 {
 		return d.errs.timeout
 	}
-	var dl time.Time
+	var deadline time.Time
 	if timeout > 0 {
-		dl = time.Now().Add(timeout)
+		deadline = time.Now().Add(timeout)
 	}
-	if err := d.file.SetReadDeadline(dl); err != nil {
-		if d.state.Load()&1 != 0 {
-			return d.errs.waitClosed
+	for {
+		var tsp *unix.Timespec
+		if timeout > 0 {
+			rem := time.Until(deadline)
+			if rem <= 0 {
+				return d.errs.timeout
+			}
+			d.ts = unix.NsecToTimespec(int64(rem))
+			tsp = &d.ts
 		}
-		return fmt.Errorf("afpacket: wait %s: %w", d.cfg.Ifname, err)
+		d.pfds[0] = unix.PollFd{Fd: int32(d.fd), Events: unix.POLLIN}
+		d.pfds[1] = unix.PollFd{Fd: int32(d.efd), Events: unix.POLLIN}
+		n, err := unix.Ppoll(d.pfds[:], tsp, nil)
+		switch {
+		case d.state.Load()&1 != 0:
+			return d.errs.waitClosed
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return d.errno("wait", err.(unix.Errno))
+		case n == 0:
+			return d.errs.timeout
+		case d.pfds[0].Revents&unix.POLLERR != 0:
+			if e, err := unix.GetsockoptInt(d.fd, unix.SOL_SOCKET, unix.SO_ERROR); err == nil && e != 0 {
+				return d.errno("wait", unix.Errno(e))
+			}
+		}
+		if d.rxReady() {
+			return nil
+		}
 	}
-	err := d.rc.Read(d.readyFn)
-	switch {
-	case d.state.Load()&1 != 0:
-		return d.errs.waitClosed
-	case err == nil:
-		return nil
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return d.errs.timeout
-	}
-	return fmt.Errorf("afpacket: wait %s: %w", d.cfg.Ifname, err)
 }
 
 // rxReady reports whether the current receive block is the process's.

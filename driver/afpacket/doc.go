@@ -62,15 +62,23 @@
 //
 // Both modes are level with C: over 99% of the sender's time is the
 // kernel's (transmit, and on veth the receive side's softirq too, on the
-// sender's core), and run-to-run noise on this machine is larger than the
-// differences. The doorbells are raw system calls: through the runtime's
-// syscall path, a 200 µs sendmmsg let the runtime's monitor take the P
-// from the sending thread every time, which made six to ten times as many
-// context switches and cost a few percent more CPU per frame. In one process (sender in
-// A, this package's receiver in B, BenchmarkXmit) the transmit ring is
-// 1.4 to 1.8 times as fast as sendmmsg at burst 64 for 64- to 1500-byte
-// frames (about 250 k frames/s against 140-175 k), which is why it is the
-// default; the cause of sendmmsg's slowdown there is not known.
+// sender's core), and run-to-run noise on this machine (other programs
+// pinned to the same cores) is larger than the differences in frames per
+// second; CPU per frame is the steadier figure, and it puts sendmmsg 5%
+// ahead of the ring, hence the default. BenchmarkXmit (sender and receiver
+// in one process) reports it as cpu-ns/frame: 3.4 to 3.9 µs for both modes
+// at burst 64, 64 to 1500 bytes.
+//
+// Two things in the Go runtime cost more than the driver's own work (under
+// 1% of the sender's samples in a CPU profile). The doorbells are raw system
+// calls: through the runtime's syscall path, a 200 µs sendmmsg let the
+// runtime's monitor take the P from the sending thread every time (six to
+// ten times as many context switches, a few percent more CPU per frame).
+// And Wait blocks in ppoll(2) rather than in the runtime's poller, which
+// registers for POLLOUT too: a packet socket signals POLLOUT for every frame
+// the kernel frees after sending it, which woke the poller's thread once per
+// frame and made sendmmsg look 1.5 times slower than the ring when sender
+// and receiver shared a process.
 //
 // # What it is not
 //
