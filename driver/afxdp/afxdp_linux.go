@@ -874,6 +874,11 @@ func (d *Device) Wait(timeout time.Duration) error {
 			}
 			d.ts = unix.NsecToTimespec(int64(l))
 			nanosleep(&d.ts)
+			if i&15 == 15 {
+				// The raw sleep holds the P: let other goroutines have it
+				// now and then.
+				runtime.Gosched()
+			}
 		}
 		if ready() {
 			return nil

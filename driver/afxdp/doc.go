@@ -72,7 +72,10 @@
 //
 // Wait follows Config.Wait: WaitSleep (the default) looks at the rx ring and
 // sleeps 50 us when it is empty, so neither the receiver's core spins nor the
-// sender's core pays a wakeup per frame; WaitSpin spins; WaitPoll blocks in
+// sender's core pays a wakeup per frame (the C reference's `usleep` mode);
+// the sleep is a raw nanosleep that keeps the goroutine's P, because going
+// through the scheduler for thousands of short sleeps a second cost the
+// receiving core more than the frames did. WaitSpin spins; WaitPoll blocks in
 // poll(2). Close wakes a waiting Wait under every policy.
 //
 // # Errors and closing
