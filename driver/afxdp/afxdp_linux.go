@@ -191,14 +191,14 @@ func (d *Device) open() error {
 	if c.TxOnly {
 		d.mode.Attach = AttachNone
 	} else {
-		x, nativeErr, err := attachXDP(d.ifindex, d.queue, s.FD(), c.Attach)
+		x, err := attachXDP(d.ifindex, d.queue, s.FD(), c.Attach)
 		if err != nil {
 			return d.wrap("xdp", err)
 		}
 		d.xdp = x
 		d.mode.Attach = x.mode
-		if nativeErr != nil {
-			d.mode.NativeErr = d.wrap("attach native", nativeErr)
+		if x.nativeErr != nil {
+			d.mode.NativeErr = d.wrap("attach native", x.nativeErr)
 		}
 	}
 	if c.Wait == WaitPoll {
@@ -983,7 +983,7 @@ func (d *Device) teardown() {
 func (d *Device) release() error {
 	var errs []error
 	if d.xdp != nil {
-		if err := d.xdp.close(); err != nil {
+		if err := d.xdp.release(d.queue); err != nil {
 			errs = append(errs, err)
 		}
 	}

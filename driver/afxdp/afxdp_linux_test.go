@@ -293,6 +293,73 @@ func TestOpenFailureReleasesAll(t *testing.T) {
 	}
 }
 
+// TestQueues opens both queues of a two-queue veth on each side: the
+// receiving devices share one program, each gets the frames of its queue,
+// and the program stays attached until the last of them closes.
+func TestQueues(t *testing.T) {
+	l := labtest.New(t, lab.Options{Queues: 2})
+	var tx, rx [2]*Device
+	for q := range 2 {
+		for _, side := range []struct {
+			h   *lab.Host
+			d   **Device
+			cfg Config
+		}{{&l.A, &tx[q], Config{TxOnly: true}}, {&l.B, &rx[q], Config{}}} {
+			if err := side.h.Do(func() (err error) { *side.d, err = Open(side.h.Ifname, q, side.cfg); return err }); err != nil {
+				t.Fatalf("open %s queue %d: %v", side.h.Ifname, q, err)
+			}
+			d := *side.d
+			t.Cleanup(func() { d.Close() })
+		}
+		if m := rx[q].Mode(); m.Attach != AttachNative {
+			t.Errorf("queue %d: mode %v, want native", q, m)
+		}
+	}
+	f := frameTo(&l.A, &l.B)
+	const n = 32
+	for q := range 2 {
+		for i := range n {
+			b, err := tx[q].Alloc(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fill(t, b, &f, uint32(i), 10+q)
+			if err := tx[q].Xmit(b, i != n-1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for q := range 2 {
+		var sizes []int
+		seqs := receive(t, rx[q], n, 2*time.Second, func(b *skb.Buff) {
+			if _, pl, ok := parse(b); ok {
+				sizes = append(sizes, pl)
+			}
+			if b.QueueMapping() != q {
+				t.Errorf("queue %d received a buffer with queue mapping %d", q, b.QueueMapping())
+			}
+		})
+		wantInOrder(t, seqs, n)
+		for _, pl := range sizes {
+			if pl != 10+q {
+				t.Fatalf("queue %d received a frame sent on queue %d", q, pl-10)
+			}
+		}
+	}
+	if err := rx[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !xdpAttached(t, &l.B) {
+		t.Fatalf("closing queue 0 detached the program queue 1 still uses")
+	}
+	if err := rx[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if xdpAttached(t, &l.B) {
+		t.Fatalf("a program stays attached after both queues closed")
+	}
+}
+
 func TestRebindRightAfterClose(t *testing.T) {
 	l := labtest.New(t, lab.Options{})
 	for i := range 3 {
@@ -628,6 +695,61 @@ func TestPeerDrops(t *testing.T) {
 	if xs.KickBusy != uint64(long) || st.TxDropped[netdev.DropKernel] != uint64(long) || st.TxPackets != uint64(n-long) {
 		t.Errorf("%d frames dropped by the peer: EBUSY %d times, tx_dropped_kernel %d, tx_packets %d (want %d)",
 			long, xs.KickBusy, st.TxDropped[netdev.DropKernel], st.TxPackets, n-long)
+	}
+}
+
+// TestSharedPool gives both devices one pool with a contiguous class: each
+// registers the same arena as its UMEM, so a frame B received is a frame A
+// can send from where it lies.
+func TestSharedPool(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	p, err := pool.New(pool.Config{
+		Classes:  []pool.Class{{Size: 2048, Max: 8192, Contiguous: true}},
+		Headroom: XDPHeadroom,
+		Name:     t.Name(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Config: netdev.Config{Pool: p}}
+	a := openOn(t, &l.A, Config{Config: cfg.Config, TxOnly: true})
+	b := openOn(t, &l.B, cfg)
+	f := frameTo(&l.A, &l.B)
+	const n = 64
+	for i := range n {
+		buf, err := a.Alloc(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill(t, buf, &f, uint32(i), 100)
+		if err := a.Xmit(buf, i != n-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// B hands each frame it receives to A, which sends it to B again.
+	got := 0
+	deadline := time.Now().Add(2 * time.Second)
+	for got < n && time.Now().Before(deadline) {
+		b.Wait(10 * time.Millisecond)
+		b.Poll(n-got, func(buf *skb.Buff) {
+			got++
+			if err := a.Xmit(buf, true); err != nil {
+				t.Errorf("xmit: %v", err)
+			}
+		})
+		a.Flush()
+	}
+	wantInOrder(t, receive(t, b, n, 2*time.Second, nil), n)
+	if xs, _ := a.XDPStats(); xs.TxCopied != 0 {
+		t.Errorf("A copied %d frames of the shared pool, want none", xs.TxCopied)
+	}
+	for _, d := range []*Device{a, b} {
+		if err := d.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("pool: %v", err)
 	}
 }
 

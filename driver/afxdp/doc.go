@@ -67,6 +67,10 @@
 // what the kernel granted and why it refused the rest. On veth the program
 // runs natively and the socket binds in copy mode (veth refuses zero-copy
 // with EOPNOTSUPP). A transmit-only device (Config.TxOnly) attaches nothing.
+// The devices a process opens on several queues of one interface share one
+// program and XSKMAP (the kernel takes one XDP program per interface); the
+// last one closed detaches it. A program attached by another process makes
+// Open fail (EBUSY).
 //
 // # Waiting
 //
@@ -91,10 +95,10 @@
 //
 // # What it is not
 //
-// One Device is one queue with its own UMEM; several queues of one interface
-// would each attach a program, which the kernel refuses (one XDP program per
-// interface): shared UMEM (XDP_SHARED_UMEM) and multi-queue are not done.
-// Multi-buffer frames (XDP_USE_SG, jumbo frames) are not supported, nor is
+// One Device is one queue with its own UMEM: sockets sharing a UMEM
+// (XDP_SHARED_UMEM) are not done, though devices given the same Config.Pool
+// register the same arena and so forward each other's frames without a
+// copy. Multi-buffer frames (XDP_USE_SG, jumbo frames) are not supported, nor is
 // transmit metadata (checksum offload, launch time). Frames the kernel sends
 // through a veth with transmit checksumming on arrive with only the
 // pseudo-header sum in their UDP or TCP checksum field (CHECKSUM_PARTIAL is

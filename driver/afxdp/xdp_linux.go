@@ -3,6 +3,9 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -21,12 +24,31 @@ const xdpMdRxQueueIndex = 16
 // xdpPass is the XDP_PASS action (enum xdp_action).
 const xdpPass = 2
 
-// xdpProgram is the program, its XSKMAP and the link that attaches it.
+// xdpProgram is the program, its XSKMAP and the link that attaches it to
+// one interface. The devices of one process on the queues of one interface
+// share it (the kernel takes one XDP program per interface): each puts its
+// socket in the map at its queue, and the last to leave detaches it.
 type xdpProgram struct {
-	xsks *ebpf.Map
-	prog *ebpf.Program
-	lnk  link.Link
-	mode AttachMode
+	key       xdpKey
+	xsks      *ebpf.Map
+	prog      *ebpf.Program
+	lnk       link.Link
+	mode      AttachMode
+	nativeErr error // why native mode was refused, for AttachAuto
+	refs      int   // devices using it; guarded by xdpShared.mu
+}
+
+// xdpKey names an interface across network namespaces: the namespace's
+// device and inode numbers, and the interface index in it.
+type xdpKey struct {
+	nsDev, nsIno uint64
+	ifindex      int
+}
+
+// xdpShared holds the programs attached by this process, by interface.
+var xdpShared struct {
+	mu sync.Mutex
+	m  map[xdpKey]*xdpProgram
 }
 
 // redirectInsns returns the program, the same five instructions as the C
@@ -47,13 +69,48 @@ func redirectInsns(mapFD int) asm.Instructions {
 	}
 }
 
-// attachXDP makes an XSKMAP holding sockFD at queue, loads the redirect
-// program and attaches it to ifindex in mode (AttachAuto: native, then
-// generic), with a BPF link, so that it goes away when the link is closed or
-// the process exits. It runs in the caller's network namespace. On error
-// nothing stays attached or open.
-func attachXDP(ifindex, queue, sockFD int, mode AttachMode) (x *xdpProgram, nativeErr error, err error) {
-	x = &xdpProgram{}
+// attachXDP puts sockFD in the XSKMAP of the program attached by this
+// process to ifindex at queue, first making the map, loading the program and
+// attaching it in mode (AttachAuto: native, then generic) when there is none
+// yet. The link goes away when the last device releases it or the process
+// exits. It runs in the caller's network namespace. A program already
+// attached in another mode than an explicit one asked is an error wrapping
+// ErrConfig. On error nothing of this call stays attached or open.
+func attachXDP(ifindex, queue, sockFD int, mode AttachMode) (*xdpProgram, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+		return nil, fmt.Errorf("network namespace: %w", err)
+	}
+	key := xdpKey{nsDev: st.Dev, nsIno: st.Ino, ifindex: ifindex}
+	xdpShared.mu.Lock()
+	defer xdpShared.mu.Unlock()
+	x := xdpShared.m[key]
+	if x == nil {
+		var err error
+		if x, err = newXDP(key, queue, mode); err != nil {
+			return nil, err
+		}
+		if xdpShared.m == nil {
+			xdpShared.m = make(map[xdpKey]*xdpProgram)
+		}
+		xdpShared.m[key] = x
+	} else if mode != AttachAuto && mode != x.mode {
+		return nil, fmt.Errorf("%w: another queue's program is attached in %s mode, not %s", ErrConfig, x.mode, mode)
+	}
+	if err := x.xsks.Put(uint32(queue), uint32(sockFD)); err != nil {
+		if x.refs == 0 {
+			delete(xdpShared.m, key)
+			x.close()
+		}
+		return nil, fmt.Errorf("xskmap update: %w", err)
+	}
+	x.refs++
+	return x, nil
+}
+
+// newXDP makes the XSKMAP, loads the program and attaches it.
+func newXDP(key xdpKey, queue int, mode AttachMode) (x *xdpProgram, err error) {
+	x = &xdpProgram{key: key}
 	defer func() {
 		if err != nil {
 			x.close()
@@ -68,10 +125,7 @@ func attachXDP(ifindex, queue, sockFD int, mode AttachMode) (x *xdpProgram, nati
 		MaxEntries: uint32(max(xskMapEntries, queue+1)),
 	})
 	if err != nil {
-		return x, nil, fmt.Errorf("create xskmap: %w", err)
-	}
-	if err = x.xsks.Put(uint32(queue), uint32(sockFD)); err != nil {
-		return x, nil, fmt.Errorf("xskmap update: %w", err)
+		return x, fmt.Errorf("create xskmap: %w", err)
 	}
 	x.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name:         "skb_xsk_redir",
@@ -81,10 +135,10 @@ func attachXDP(ifindex, queue, sockFD int, mode AttachMode) (x *xdpProgram, nati
 		License:      "GPL",
 	})
 	if err != nil {
-		return x, nil, fmt.Errorf("load program: %w", err)
+		return x, fmt.Errorf("load program: %w", err)
 	}
 	attach := func(flags link.XDPAttachFlags) error {
-		l, err := link.AttachXDP(link.XDPOptions{Program: x.prog, Interface: ifindex, Flags: flags})
+		l, err := link.AttachXDP(link.XDPOptions{Program: x.prog, Interface: key.ifindex, Flags: flags})
 		if err == nil {
 			x.lnk = l
 		}
@@ -99,18 +153,34 @@ func attachXDP(ifindex, queue, sockFD int, mode AttachMode) (x *xdpProgram, nati
 		x.mode = AttachGeneric
 	default:
 		x.mode = AttachNative
-		if nativeErr = attach(link.XDPDriverMode); nativeErr != nil {
+		if x.nativeErr = attach(link.XDPDriverMode); x.nativeErr != nil {
 			x.mode = AttachGeneric
-			err = attach(link.XDPGenericMode)
-			if err != nil {
-				err = errors.Join(nativeErr, err)
+			if err = attach(link.XDPGenericMode); err != nil {
+				err = errors.Join(x.nativeErr, err)
 			}
 		}
 	}
 	if err != nil {
-		return x, nil, fmt.Errorf("attach %s: %w", mode, err)
+		return x, fmt.Errorf("attach %s: %w", mode, err)
 	}
-	return x, nativeErr, nil
+	return x, nil
+}
+
+// release takes the socket at queue out of the map (closing the socket
+// would too) and, for the last device, detaches the program and closes it
+// and the map.
+func (x *xdpProgram) release(queue int) error {
+	xdpShared.mu.Lock()
+	defer xdpShared.mu.Unlock()
+	err := x.xsks.Delete(uint32(queue))
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		err = nil
+	}
+	if x.refs--; x.refs > 0 {
+		return err
+	}
+	delete(xdpShared.m, x.key)
+	return errors.Join(err, x.close())
 }
 
 // close detaches the program (closing the link) and closes the program and
