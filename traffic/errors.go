@@ -9,6 +9,11 @@ var (
 	// without the addresses it needs.
 	ErrConfig = errors.New("traffic: invalid config")
 
+	// ErrFailing is returned by Pktgen.Run when its first transmit calls
+	// all failed and the device sent nothing: the destination or the
+	// device refuses every packet (the error wraps the first failure).
+	ErrFailing = errors.New("traffic: every send fails")
+
 	// ErrNoReply is returned by PingPong when the first request got no
 	// reply within the timeout: nothing answers at the destination.
 	ErrNoReply = errors.New("traffic: no reply")

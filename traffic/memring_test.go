@@ -143,6 +143,13 @@ func TestLinkMemring(t *testing.T) {
 	if r.Packets != 125 || r.Other != 375 || r.Lost != 0 || r.Flows != 1 {
 		t.Errorf("port-filtered sink: %+v, want 125 packets of flow 0 and 375 others", r)
 	}
+	// Ports 9001 and 9002: flows 1 and 2.
+	g3, _ := NewPktgen(a, PktgenConfig{Frame: frame, Count: 400, Burst: 32, Flows: 4})
+	s3, _ := NewSink(b, SinkConfig{Link: true, Port: 9001, Ports: 2})
+	pump(t, g3, s3, 400)
+	if r := s3.Result(); r.Packets != 200 || r.Other != 200 || r.Flows != 2 || r.Lost != 0 {
+		t.Errorf("two-port sink: %+v, want 200 packets of flows 1 and 2", r)
+	}
 
 	// Any port: all flows; and the checksums hold.
 	g2, _ := NewPktgen(a, PktgenConfig{Frame: frame, Count: 200, Burst: 8, Flows: 4})

@@ -34,6 +34,8 @@ const (
 	// datagram device, in bytes: 65535 less the IPv4 and UDP headers, the
 	// most one IPv4 datagram holds.
 	MaxDatagram = 65535 - 20 - 8
+	// failFast is how many transmit errors with nothing sent end a run.
+	failFast = 64
 	// gsoMaxSegs is the most datagrams in one GSO super-packet: the
 	// kernel's UDP_MAX_SEGMENTS as UDP_SEGMENT introduced it (64, Linux
 	// 4.18), which driver/udp also keeps to.
@@ -79,7 +81,7 @@ type PktgenConfig struct {
 	Count    uint64
 	Duration time.Duration
 
-	// Rate limits the packets per second (a token bucket one millisecond
+	// Rate limits the packets per second (a token bucket ten milliseconds
 	// deep that sleeps, never spins, when ahead); 0 means no limit.
 	Rate float64
 
@@ -500,9 +502,11 @@ func (g *Pktgen) build(flow, maxSegs int, ts int64) (*skb.Buff, int, error) {
 // pacing at Rate, calling OnInterval every Interval, then rings the
 // doorbell for anything still queued and returns what the run did. The
 // error is nil when the run ended by its bounds or ctx; otherwise it is
-// netdev.ErrClosed (the device was closed under the run) or an allocation
-// error that no retry can fix (skb.ErrTooBig: the size does not fit the
-// device's buffers), and the result still holds what was sent.
+// netdev.ErrClosed (the device was closed under the run), an error
+// wrapping ErrFailing when the first 64 transmit calls all failed and
+// nothing was sent, or an allocation error that no retry can fix
+// (skb.ErrTooBig: the size does not fit the device's buffers); the result
+// still holds what was sent.
 func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -524,7 +528,14 @@ loop:
 		if !now.Before(deadline) {
 			break
 		}
+		xe := g.xmitErrs
 		_, err := g.burst(now.UnixNano())
+		if g.xmitErrs != xe && g.xmitErrs-xe0 >= failFast && g.dev.Stats().TxPackets == st0.TxPackets {
+			// Every send so far failed: the destination or the device
+			// refuses them, and more of the same will not help.
+			runErr = fmt.Errorf("%w: %d sends failed, none went out: %w", ErrFailing, g.xmitErrs-xe0, g.firstErr)
+			break
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, pool.ErrExhausted):

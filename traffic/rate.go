@@ -4,8 +4,10 @@ import "time"
 
 // pacerDepth is the token bucket's depth in time: after a late wake-up the
 // generator may send up to this much of its rate back to back to catch up,
-// and no more.
-const pacerDepth = time.Millisecond
+// and no more. A sleeping thread on a busy virtual machine wakes
+// milliseconds late now and then; a shallower bucket would lose that time
+// and undershoot the rate.
+const pacerDepth = 10 * time.Millisecond
 
 // pacerMinSleep is the shortest wait worth a sleep: under it the burst goes
 // out at once and the debt is paid by the next wait.
@@ -18,7 +20,8 @@ const pacerMinSleep = 2 * time.Microsecond
 // behind the clock, and the bursts that follow go out at once until it
 // has caught up, up to pacerDepth of credit. So the average rate is exact
 // and no core is kept busy, at the price of micro-bursts as long as the
-// scheduler's wake-up latency.
+// wake-up latency (tens of microseconds of timer slack, more when the
+// machine is busy).
 type pacer struct {
 	perPacket float64 // ns per packet; 0: no limit
 	tat       time.Time
@@ -44,7 +47,7 @@ func (p *pacer) wait(now time.Time, n int, deadline time.Time) time.Time {
 		if rest := deadline.Sub(now); d > rest {
 			d = max(rest, 0)
 		}
-		time.Sleep(d)
+		sleep(d)
 		now = time.Now()
 	}
 	p.tat = p.tat.Add(time.Duration(float64(n) * p.perPacket))

@@ -53,11 +53,13 @@ type SinkConfig struct {
 	Count    uint64
 
 	// Link says the device hands over Ethernet frames (afpacket, afxdp):
-	// each is parsed, and only UDP datagrams to Port (any port when 0) are
-	// counted; other frames are counted in Other and freed. Otherwise every
-	// packet is a UDP payload and counts.
-	Link bool
-	Port uint16
+	// each is parsed, and only UDP datagrams to ports Port to Port+Ports-1
+	// (any port when Port is 0; Ports 0 means 1, a generator's flows need
+	// more) are counted; other frames are counted in Other and freed.
+	// Otherwise every packet is a UDP payload and counts.
+	Link  bool
+	Port  uint16
+	Ports int
 
 	// OnInterval, when set, is called on the sink's goroutine every
 	// Interval (0 means DefaultInterval).
@@ -136,6 +138,7 @@ type Sink struct {
 	dur     time.Duration
 	idle    time.Duration
 	every   time.Duration
+	ports   int
 	handler netdev.Handler
 
 	cnt     Counter
@@ -172,7 +175,10 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 	s.dur = cmp0(cfg.Duration, DefaultSinkDuration)
 	s.idle = cmp0(cfg.Idle, DefaultIdle)
 	s.every = cmp0(cfg.Interval, DefaultInterval)
+	s.ports = cmp0(cfg.Ports, 1)
 	switch {
+	case s.ports < 1 || int(cfg.Port)+s.ports-1 > 0xffff:
+		return nil, fmt.Errorf("traffic: sink: %w: ports %d to %d", ErrConfig, cfg.Port, int(cfg.Port)+s.ports-1)
 	case s.budget < 1:
 		return nil, fmt.Errorf("traffic: sink: %w: budget %d", ErrConfig, cfg.Budget)
 	case s.dur < 0:
@@ -225,7 +231,7 @@ func (s *Sink) handle(b *skb.Buff) {
 			return
 		}
 		u := header.UDP(data[f.TransportOffset:])
-		if s.cfg.Port != 0 && u.DestinationPort() != s.cfg.Port {
+		if p := u.DestinationPort(); s.cfg.Port != 0 && (p < s.cfg.Port || int(p-s.cfg.Port) >= s.ports) {
 			s.other++
 			s.cache.Free(b)
 			return

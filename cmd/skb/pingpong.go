@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/driver/udp"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/traffic"
+)
+
+func init() { rootCmd.AddCommand(pingpongCmd()) }
+
+type pingpongOpts struct {
+	server   bool
+	listen   string
+	connect  string
+	size     int
+	iters    int
+	warmup   int
+	busy     bool
+	duration time.Duration
+	idle     time.Duration
+	timeout  time.Duration
+	count    uint64
+}
+
+func pingpongCmd() *cobra.Command {
+	var f devFlags
+	var o pingpongOpts
+	cmd := &cobra.Command{
+		Use:   "pingpong --server [--listen ADDR:PORT] | --connect ADDR:PORT [-s N] [-n N] [--busy-poll] [--json]",
+		Short: "Round-trip latency: one UDP packet in flight, echoed by a pingpong server",
+		Long: `pingpong measures round trips of one packet in flight, as ibv_rc_pingpong does
+over RDMA. The server (--server) sends every packet it receives back to its
+sender, the very buffer, with no copy and no clone. The client (--connect)
+sends -s bytes, waits for the echo, and repeats -n times after a warm-up of
+n/10 (at most 1000) unmeasured round trips, then prints ibv_rc_pingpong's two
+lines and the p50, p99 and p99.9 round trip times.
+
+--busy-poll spins on the device's poll instead of sleeping while waiting: no
+wake-up on the reply's path, one core kept busy. Give it on both sides to
+measure the spinning floor.
+
+Every run is bounded: the client by -n and --duration (default 5s), the
+server by --duration (default 10s), --idle (3s without a request once one
+came, as the C reference server) and --count.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.server {
+				return runPingServer(cmd, &f, &o)
+			}
+			return runPingClient(cmd, &f, &o)
+		},
+	}
+	def := fmt.Sprintf("127.0.0.1:%d", defaultPingPort)
+	fs := cmd.Flags()
+	fs.BoolVar(&o.server, "server", false, "be the server: echo every packet back to its sender")
+	fs.StringVar(&o.listen, "listen", def, "server: ADDR:PORT to receive on")
+	fs.StringVar(&o.connect, "connect", def, "client: the server's ADDR:PORT")
+	fs.IntVarP(&o.size, "size", "s", traffic.DefaultSize, fmt.Sprintf("client: UDP payload bytes per packet, at least %d (the stamp)", traffic.StampLen))
+	fs.IntVarP(&o.iters, "iters", "n", traffic.DefaultIters, "client: measured round trips")
+	fs.IntVar(&o.warmup, "warmup", 0, "client: unmeasured round trips first (0: n/10, at most 1000; -1: none)")
+	fs.BoolVar(&o.busy, "busy-poll", false, "spin on the device's poll instead of sleeping while waiting")
+	fs.DurationVarP(&o.duration, "duration", "t", 0, "stop after this long (default 5s for the client, 10s for the server)")
+	fs.DurationVar(&o.idle, "idle", traffic.DefaultEchoIdle, "server: stop after this long without a request, once one came")
+	fs.Uint64Var(&o.count, "count", 0, "server: stop after answering N packets (0: no limit)")
+	fs.DurationVar(&o.timeout, "timeout", traffic.DefaultReplyTimeout, "client: how long to wait for each reply")
+	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process with an echo on its other end: the engine's own cost)")
+	addSenderFlags(cmd, &f)
+	return cmd
+}
+
+type pingpongIntervalJSON struct {
+	Type        string  `json:"type"`
+	Elapsed     float64 `json:"elapsed"`
+	Iters       int     `json:"iters"`
+	UsecPerIter float64 `json:"usec_per_iter"`
+	P50         float64 `json:"p50_us"`
+}
+
+type pingpongResultJSON struct {
+	Type        string  `json:"type"`
+	Iters       int     `json:"iters"`
+	Bytes       uint64  `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
+	Mbps        float64 `json:"mbps"`
+	UsecPerIter float64 `json:"usec_per_iter"`
+	P50         float64 `json:"p50_us"`
+	P90         float64 `json:"p90_us"`
+	P99         float64 `json:"p99_us"`
+	P999        float64 `json:"p999_us"`
+	Min         float64 `json:"min_us"`
+	Mean        float64 `json:"mean_us"`
+	Max         float64 `json:"max_us"`
+	Lost        int     `json:"lost"`
+	Size        int     `json:"size"`
+	BusyPoll    bool    `json:"busy_poll"`
+	Dev         string  `json:"dev"`
+	Connect     string  `json:"connect"`
+}
+
+type echoIntervalJSON struct {
+	Type    string  `json:"type"`
+	Elapsed float64 `json:"elapsed"`
+	Echoed  uint64  `json:"echoed"`
+	PPS     float64 `json:"pps"`
+}
+
+type echoResultJSON struct {
+	Type    string  `json:"type"`
+	Echoed  uint64  `json:"echoed"`
+	Bytes   uint64  `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+	Errors  uint64  `json:"errors"`
+	Other   uint64  `json:"other"`
+	Dev     string  `json:"dev"`
+	Listen  string  `json:"listen"`
+}
+
+func (o *pingpongOpts) check(cmd *cobra.Command) error {
+	changed := cmd.Flags().Changed
+	switch {
+	case o.server && changed("connect"):
+		return errors.New("pingpong: --server takes --listen, not --connect")
+	case !o.server && changed("listen"):
+		return errors.New("pingpong: --listen needs --server (the client takes --connect)")
+	case o.server && (changed("size") || changed("iters") || changed("warmup") || changed("timeout")):
+		return errors.New("pingpong: --size, --iters, --warmup and --timeout are for the client")
+	case !o.server && (changed("idle") || changed("count")):
+		return errors.New("pingpong: --idle and --count are for the server")
+	case o.size < traffic.StampLen || o.size > traffic.MaxDatagram:
+		return fmt.Errorf("pingpong: -s %d: want %d to %d bytes", o.size, traffic.StampLen, traffic.MaxDatagram)
+	case o.iters < 1 || o.iters > traffic.MaxIters:
+		return fmt.Errorf("pingpong: -n %d: want 1 to %d", o.iters, traffic.MaxIters)
+	case o.warmup < -1:
+		return fmt.Errorf("pingpong: --warmup %d: want -1 (none), 0 (default) or more", o.warmup)
+	case changed("duration") && o.duration <= 0:
+		return fmt.Errorf("pingpong: --duration %v: want a positive duration (every run is bounded)", o.duration)
+	case o.idle <= 0:
+		return fmt.Errorf("pingpong: --idle %v: want a positive duration", o.idle)
+	case o.timeout <= 0:
+		return fmt.Errorf("pingpong: --timeout %v: want a positive duration", o.timeout)
+	}
+	return nil
+}
+
+func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
+	if err := o.check(cmd); err != nil {
+		return err
+	}
+	spec, err := parseDev(f.dev)
+	if err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
+	listen, err := parseAddrPort("listen", o.listen)
+	if err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
+	if err := checkListen("listen", listen); err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
+	if spec.kind == devMemring {
+		return errors.New("pingpong: --dev memring runs its own echo: give it to the client, without --server")
+	}
+	cfg := traffic.EchoConfig{Spin: o.busy, Duration: o.duration, Idle: o.idle, Count: o.count}
+	var dev netdev.Device
+	if spec.kind == devUDP {
+		d, err := udp.Open(udp.Config{Local: listen})
+		if err != nil {
+			return fmt.Errorf("pingpong: %w", bindErr("listen", listen, err))
+		}
+		dev = d
+	} else {
+		if _, err := lookupLink(spec.ifname); err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+		d, err := linkDev(spec, netdev.Config{}, false, o.busy)
+		if err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+		dev = d
+		cfg.Link, cfg.Port = true, listen.Port()
+		if !listen.Addr().IsUnspecified() {
+			cfg.Addr = listen.Addr()
+		}
+	}
+	defer dev.Close()
+	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
+	cfg.OnInterval = func(iv traffic.EchoInterval) {
+		p.line(fmt.Sprintf("%s echoed %d (%.0f pps)", secs(iv.Elapsed), iv.Echoed, iv.PPS),
+			echoIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Echoed: iv.Echoed, PPS: iv.PPS})
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	r, runErr := traffic.Echo(ctx, dev, cfg)
+	p.line(fmt.Sprintf("echoed %d packets, %d bytes in %.2f seconds; %d errors", r.Echoed, r.Bytes, r.Seconds, r.Errors),
+		echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
+			Dev: spec.String(), Listen: listen.String()})
+	if runErr != nil {
+		return fmt.Errorf("pingpong: %w", runErr)
+	}
+	return nil
+}
+
+func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
+	if err := o.check(cmd); err != nil {
+		return err
+	}
+	spec, err := parseDev(f.dev)
+	if err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
+	dst, err := parseAddrPort("connect", o.connect)
+	if err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
+	if dst.Port() == 0 || dst.Addr().IsUnspecified() || dst.Addr().IsMulticast() {
+		return fmt.Errorf("pingpong: --connect %v: want a unicast address and a port", dst)
+	}
+	if f.dstMAC != "" && !spec.link() {
+		return errors.New("pingpong: --dst-mac needs a link-layer device (afpacket or afxdp)")
+	}
+	cfg := traffic.PingPongConfig{Size: o.size, Iters: o.iters, Warmup: o.warmup, Duration: o.duration,
+		Timeout: o.timeout, BusyPoll: o.busy}
+	var dev netdev.Device
+	var closeDev closer
+	switch spec.kind {
+	case devUDP:
+		src, err := parseSrc(f.src)
+		if err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+		if err := checkRoute("connect", src, dst); err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+		// Connected: a server that is not there shows at once as
+		// ECONNREFUSED (the ICMP port unreachable), not as a timeout.
+		d, err := udp.Open(udp.Config{Local: src, Remote: dst})
+		if err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+		dev, closeDev = d, d.Close
+	case devMemring:
+		busy := o.busy
+		dev, closeDev, err = memringPeer(func(ctx context.Context, peer netdev.Device) {
+			traffic.Echo(ctx, peer, traffic.EchoConfig{Spin: busy, Idle: -1, Duration: 24 * time.Hour})
+		})
+		if err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+	default:
+		frame, err := linkTarget(spec, f, dst)
+		if err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+		d, err := linkDev(spec, netdev.Config{}, false, o.busy)
+		if err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+		dev, closeDev, cfg.Frame = d, d.Close, frame
+	}
+	defer closeDev()
+	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
+	cfg.OnInterval = func(iv traffic.PingPongInterval) {
+		p.line(fmt.Sprintf("%s %d iters, %.2f usec/iter, p50 = %.2f usec", secs(iv.Elapsed), iv.Iters, iv.UsecPerIter, us(iv.P50)),
+			pingpongIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Iters: iv.Iters, UsecPerIter: iv.UsecPerIter, P50: us(iv.P50)})
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	r, runErr := traffic.PingPong(ctx, dev, cfg)
+	if runErr != nil && r.Iters == 0 {
+		switch {
+		case errors.Is(runErr, unix.ECONNREFUSED):
+			return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable): is `skb pingpong --server` running there?", dst)
+		case errors.Is(runErr, traffic.ErrNoReply):
+			return fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there?", dst, o.timeout)
+		}
+		return fmt.Errorf("pingpong: %w", runErr)
+	}
+	if p.enc == nil {
+		// ibv_rc_pingpong's two lines, then the percentiles.
+		w := cmd.OutOrStdout()
+		usec := r.Seconds * 1e6
+		fmt.Fprintf(w, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", r.Bytes, usec/1e6, r.Mbps)
+		fmt.Fprintf(w, "%d iters in %.2f seconds = %.2f usec/iter\n", r.Iters, usec/1e6, r.UsecPerIter)
+		fmt.Fprintf(w, "p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec\n", us(r.P50), us(r.P99), us(r.P999))
+		if r.Lost > 0 {
+			fmt.Fprintf(w, "%d requests lost (no reply within %v)\n", r.Lost, o.timeout)
+		}
+	} else {
+		p.line("", pingpongResultJSON{Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
+			UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
+			Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Size: r.Size, BusyPoll: o.busy,
+			Dev: spec.String(), Connect: dst.String()})
+	}
+	if runErr != nil {
+		return fmt.Errorf("pingpong: %w", runErr)
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skbdev/skb/driver/udp"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/traffic"
+)
+
+// pktgenSndBuf is the UDP socket's send buffer, as the C reference's
+// udp_send sets it (SO_SNDBUFFORCE, 4 MiB).
+const pktgenSndBuf = 4 << 20
+
+func init() { rootCmd.AddCommand(pktgenCmd()) }
+
+type pktgenOpts struct {
+	dst      string
+	size     int
+	imix     string
+	flows    int
+	flowLen  int
+	count    uint64
+	duration time.Duration
+	rate     float64
+	burst    int
+	clone    int
+	gso      bool
+	allowAny bool
+}
+
+func pktgenCmd() *cobra.Command {
+	var f devFlags
+	var o pktgenOpts
+	cmd := &cobra.Command{
+		Use:   "pktgen [--dst ADDR:PORT] [-s N | --imix LIST] [-f N] [-n N] [-t D] [-r PPS] [-b N] [--clone N] [--gso] [--json]",
+		Short: "Send stamped UDP packets and report what the device sent",
+		Long: `pktgen sends UDP packets whose payload starts with a stamp (magic, run, flow,
+sequence number, send time) that skb sink counts loss, reordering and latency
+from. It prints one line per second and a result line: packets, bytes,
+seconds, pps, Mbit/s, errors (packets not sent) and doorbells, from the
+device's counters.
+
+Every run is bounded: by --duration (default 5s) and, when given, --count.
+Sizes are UDP payload bytes. The flows are destination ports PORT to
+PORT+N-1. --burst N rings the doorbell once per N packets (xmit_more);
+--gso sends each burst as one UDP GSO super-packet (udp device only).
+
+By default pktgen sends only to loopback (127.0.0.0/8, ::1) and to the RFC 2544
+benchmarking range 198.18.0.0/15 that skb lab uses: a generator pointed at a
+real host, or out of a default route by a typo, is a flood. --allow-any-dst
+lifts that for a network you own.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("burst") && o.gso {
+				o.burst = 64
+			}
+			return runPktgen(cmd, &f, &o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.dst, "dst", fmt.Sprintf("127.0.0.1:%d", defaultPort), "destination ADDR:PORT of flow 0")
+	fs.IntVarP(&o.size, "size", "s", traffic.DefaultSize, fmt.Sprintf("UDP payload bytes per packet, at least %d (the stamp)", traffic.StampLen))
+	fs.StringVar(&o.imix, "imix", "", "a mix of sizes instead of --size: SIZE:WEIGHT,... or \"imix\" for 64:7,576:4,1472:1")
+	fs.IntVarP(&o.flows, "flows", "f", 1, "flows: destination ports PORT to PORT+N-1")
+	fs.IntVar(&o.flowLen, "flow-len", 1, "packets (buffers with --clone) to a flow before the next flow's turn")
+	fs.Uint64VarP(&o.count, "count", "n", 0, "stop after N packets (0: only --duration bounds the run)")
+	fs.DurationVarP(&o.duration, "duration", "t", traffic.DefaultDuration, "stop after this long")
+	fs.Float64VarP(&o.rate, "rate", "r", 0, "packets per second, 0 for as fast as the device takes them")
+	fs.IntVarP(&o.burst, "burst", "b", 1, "packets per doorbell (datagrams per super-packet with --gso; default 64 then)")
+	fs.IntVar(&o.clone, "clone", 0, "send each buffer N times as clones (pktgen's clone_skb); the sink counts the copies as duplicates")
+	fs.BoolVar(&o.gso, "gso", false, "send UDP GSO super-packets of --burst datagrams (udp device)")
+	fs.BoolVar(&o.allowAny, "allow-any-dst", false, "allow destinations outside 127.0.0.0/8, ::1 and 198.18.0.0/15")
+	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process, drained by a goroutine: the generator's own cost)")
+	addSenderFlags(cmd, &f)
+	return cmd
+}
+
+func (o *pktgenOpts) check(cmd *cobra.Command) error {
+	switch {
+	case o.imix != "" && cmd.Flags().Changed("size"):
+		return errors.New("pktgen: give --size or --imix, not both")
+	case o.size < traffic.StampLen || o.size > traffic.MaxDatagram:
+		return fmt.Errorf("pktgen: --size %d: want %d to %d bytes", o.size, traffic.StampLen, traffic.MaxDatagram)
+	case o.flows < 1 || o.flows > traffic.MaxFlows:
+		return fmt.Errorf("pktgen: --flows %d: want 1 to %d", o.flows, traffic.MaxFlows)
+	case o.flowLen < 1:
+		return fmt.Errorf("pktgen: --flow-len %d: want 1 or more", o.flowLen)
+	case o.duration <= 0:
+		return fmt.Errorf("pktgen: --duration %v: want a positive duration (every run is bounded)", o.duration)
+	case o.rate < 0:
+		return fmt.Errorf("pktgen: --rate %v: want 0 (no limit) or more", o.rate)
+	case o.burst < 1 || o.burst > traffic.MaxBurst:
+		return fmt.Errorf("pktgen: --burst %d: want 1 to %d", o.burst, traffic.MaxBurst)
+	case o.clone < 0:
+		return fmt.Errorf("pktgen: --clone %d: want 0 or more", o.clone)
+	}
+	return nil
+}
+
+type pktgenIntervalJSON struct {
+	Type      string  `json:"type"`
+	Elapsed   float64 `json:"elapsed"`
+	Seconds   float64 `json:"seconds"`
+	Packets   uint64  `json:"packets"`
+	Bytes     uint64  `json:"bytes"`
+	PPS       float64 `json:"pps"`
+	Mbps      float64 `json:"mbps"`
+	Errors    uint64  `json:"errors"`
+	Doorbells uint64  `json:"doorbells"`
+}
+
+type pktgenResultJSON struct {
+	Type       string  `json:"type"`
+	Packets    uint64  `json:"packets"`
+	Bytes      uint64  `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	PPS        float64 `json:"pps"`
+	Mbps       float64 `json:"mbps"`
+	Errors     uint64  `json:"errors"`
+	Doorbells  uint64  `json:"doorbells"`
+	Queued     uint64  `json:"queued"`
+	Flows      int     `json:"flows"`
+	Dev        string  `json:"dev"`
+	Dst        string  `json:"dst"`
+	Size       int     `json:"size,omitempty"`
+	IMIX       string  `json:"imix,omitempty"`
+	Burst      int     `json:"burst"`
+	Clone      int     `json:"clone,omitempty"`
+	GSO        bool    `json:"gso"`
+	Rate       float64 `json:"rate,omitempty"`
+	FirstError string  `json:"first_error,omitempty"`
+}
+
+func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
+	if err := o.check(cmd); err != nil {
+		return err
+	}
+	spec, err := parseDev(f.dev)
+	if err != nil {
+		return fmt.Errorf("pktgen: %w", err)
+	}
+	dst, err := parseAddrPort("dst", o.dst)
+	if err != nil {
+		return fmt.Errorf("pktgen: %w", err)
+	}
+	switch {
+	case dst.Port() == 0 || int(dst.Port())+o.flows-1 > 0xffff:
+		return fmt.Errorf("pktgen: --dst %v with %d flows: ports must lie in 1 to 65535", dst, o.flows)
+	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
+		return fmt.Errorf("pktgen: --dst %v: want a unicast address", dst)
+	case !o.allowAny && !safeDst(dst.Addr()):
+		return fmt.Errorf("pktgen: --dst %v is outside loopback and 198.18.0.0/15: pass --allow-any-dst to send there (a generator is a flood)", dst.Addr())
+	case o.gso && spec.kind != devUDP:
+		return fmt.Errorf("pktgen: --gso needs --dev udp (link-layer devices send frames as they are)")
+	case spec.kind != devUDP && spec.kind != devMemring && f.src != "" && !spec.link():
+		return fmt.Errorf("pktgen: --src needs --dev udp or a link-layer device")
+	case f.dstMAC != "" && !spec.link():
+		return fmt.Errorf("pktgen: --dst-mac needs a link-layer device (afpacket or afxdp)")
+	}
+	cfg := traffic.PktgenConfig{
+		Size: o.size, Flows: o.flows, FlowLen: o.flowLen, Count: o.count, Duration: o.duration,
+		Rate: o.rate, Burst: o.burst, Clone: o.clone, GSO: o.gso,
+	}
+	if o.imix != "" {
+		if cfg.IMIX, err = traffic.ParseIMIX(o.imix); err != nil {
+			return fmt.Errorf("pktgen: --imix: %w", err)
+		}
+	}
+	ncfg := netdev.Config{Batch: max(netdev.DefaultBatch, o.burst)}
+	var dev netdev.Device
+	var closeDev closer
+	switch {
+	case spec.kind == devUDP:
+		src, err := parseSrc(f.src)
+		if err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
+		if !src.Addr().IsValid() {
+			src = netip.AddrPortFrom(unspecified(dst.Addr()), src.Port())
+		} else if src.Addr().Is4() != dst.Addr().Is4() {
+			return fmt.Errorf("pktgen: --src %v and --dst %v are of different families", src.Addr(), dst.Addr())
+		}
+		if err := checkRoute("dst", src, dst); err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
+		d, err := udp.Open(udp.Config{Config: ncfg, Local: src, GSO: o.gso, SndBuf: pktgenSndBuf})
+		if err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
+		if o.gso && !d.GSO() {
+			d.Close()
+			return errors.New("pktgen: --gso: the kernel refused UDP_SEGMENT on this socket")
+		}
+		dev, closeDev, cfg.Dst = d, d.Close, dst
+	case spec.kind == devMemring:
+		dev, closeDev, err = memringPeer(drain)
+		if err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
+	default:
+		frame, err := linkTarget(spec, f, dst)
+		if err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
+		d, err := linkDev(spec, ncfg, true, false)
+		if err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
+		dev, closeDev, cfg.Frame = d, d.Close, frame
+	}
+	defer closeDev()
+
+	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
+	cfg.OnInterval = func(iv traffic.PktgenInterval) {
+		p.line(fmt.Sprintf("%s %.0f pps, %.2f Mbit/sec, %d errors, %d doorbells",
+			secs(iv.Elapsed), iv.PPS, iv.Mbps, iv.Errors, iv.Doorbells),
+			pktgenIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Seconds: iv.Seconds, Packets: iv.Packets,
+				Bytes: iv.Bytes, PPS: iv.PPS, Mbps: iv.Mbps, Errors: iv.Errors, Doorbells: iv.Doorbells})
+	}
+	g, err := traffic.NewPktgen(dev, cfg)
+	if err != nil {
+		return fmt.Errorf("pktgen: %w", err)
+	}
+	defer g.Close()
+	ctx, stop := signalContext()
+	defer stop()
+	r, runErr := g.Run(ctx)
+	j := pktgenResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
+		Errors: r.Errors, Doorbells: r.Doorbells, Queued: r.Queued, Flows: r.Flows, Dev: spec.String(), Dst: dst.String(),
+		IMIX: o.imix, Burst: o.burst, Clone: o.clone, GSO: o.gso, Rate: o.rate}
+	if o.imix == "" {
+		j.Size = o.size
+	}
+	if r.FirstErr != nil {
+		j.FirstError = r.FirstErr.Error()
+	}
+	p.line(fmt.Sprintf("sent %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec; %d errors, %d doorbells",
+		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, r.Errors, r.Doorbells), j)
+	switch {
+	case runErr != nil:
+		return fmt.Errorf("pktgen: %w", runErr)
+	case r.Packets == 0 && r.FirstErr != nil:
+		return fmt.Errorf("pktgen: no packet sent: %w", r.FirstErr)
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/driver/udp"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/traffic"
+)
+
+// sinkRcvBuf is the UDP socket's receive buffer, as the C reference's
+// udp_recv sets it (SO_RCVBUFFORCE, 4 MiB).
+const sinkRcvBuf = 4 << 20
+
+func init() { rootCmd.AddCommand(sinkCmd()) }
+
+type sinkOpts struct {
+	listen    string
+	copybreak int
+	gro       bool
+	duration  time.Duration
+	idle      time.Duration
+	count     uint64
+	flows     int
+	spin      bool
+	budget    int
+	rcvbuf    int
+}
+
+func sinkCmd() *cobra.Command {
+	var f devFlags
+	var o sinkOpts
+	cmd := &cobra.Command{
+		Use:   "sink [--listen ADDR:PORT] [--copybreak N] [--gro] [-t D] [--json]",
+		Short: "Receive and count packets: rate, loss and reordering from pktgen's stamps, kernel drops",
+		Long: `sink receives UDP datagrams (or, on a link-layer device, UDP frames to its port)
+and counts them, with loss, reordering and duplicates per flow from the stamps
+skb pktgen writes, the kernel's drops, copybreak copies and one-way latency.
+It prints one line per second and a result line; pps and Mbit/s are over the
+time from the first packet to the last.
+
+It stops after --duration (default 10s, twice pktgen's default, so that a sink
+started first sees a whole default pktgen run), after --idle (1s) without a
+packet once traffic was seen, or after --count packets. --flows N listens on
+ports PORT to PORT+N-1 (one socket each on the udp device), to receive all of
+a pktgen's flows.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runSink(cmd, &f, &o) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.listen, "listen", fmt.Sprintf("127.0.0.1:%d", defaultPort), "ADDR:PORT to receive on (port 0: the kernel picks one, printed on stderr)")
+	fs.IntVar(&o.copybreak, "copybreak", netdev.DefaultCopybreak, "copy packets shorter than N bytes into right-sized buffers (0: off)")
+	fs.BoolVar(&o.gro, "gro", false, "UDP receive coalescing (UDP_GRO; udp device): trains are split back into datagrams")
+	fs.DurationVarP(&o.duration, "duration", "t", traffic.DefaultSinkDuration, "stop after this long")
+	fs.DurationVar(&o.idle, "idle", traffic.DefaultIdle, "stop after this long without a packet, once traffic was seen")
+	fs.Uint64VarP(&o.count, "count", "n", 0, "stop after N packets (0: no limit)")
+	fs.IntVarP(&o.flows, "flows", "f", 1, "receive on ports PORT to PORT+N-1 (pktgen's flows)")
+	fs.BoolVar(&o.spin, "spin", false, "busy-poll: poll again at once when nothing came, instead of sleeping")
+	fs.IntVar(&o.budget, "budget", traffic.DefaultBudget, "packets per poll")
+	fs.IntVar(&o.rcvbuf, "rcvbuf", sinkRcvBuf, "udp socket receive buffer in bytes")
+	addDevFlags(cmd, &f, "")
+	return cmd
+}
+
+type sinkIntervalJSON struct {
+	Type        string  `json:"type"`
+	Elapsed     float64 `json:"elapsed"`
+	Seconds     float64 `json:"seconds"`
+	Packets     uint64  `json:"packets"`
+	Bytes       uint64  `json:"bytes"`
+	PPS         float64 `json:"pps"`
+	Mbps        float64 `json:"mbps"`
+	Lost        uint64  `json:"lost"`
+	Reordered   uint64  `json:"reordered"`
+	KernelDrops uint64  `json:"kernel_drops"`
+}
+
+type sinkResultJSON struct {
+	Type        string  `json:"type"`
+	Packets     uint64  `json:"packets"`
+	Bytes       uint64  `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
+	PPS         float64 `json:"pps"`
+	Mbps        float64 `json:"mbps"`
+	Lost        uint64  `json:"lost"`
+	Reordered   uint64  `json:"reordered"`
+	Duplicates  uint64  `json:"duplicates"`
+	Unstamped   uint64  `json:"unstamped"`
+	Flows       int     `json:"flows"`
+	KernelDrops uint64  `json:"kernel_drops"`
+	Dropped     uint64  `json:"dropped"`
+	Copybreak   uint64  `json:"copybreak"`
+	Other       uint64  `json:"other"`
+	LatencyP50  float64 `json:"latency_p50_us"`
+	LatencyP99  float64 `json:"latency_p99_us"`
+	LatencyP999 float64 `json:"latency_p999_us"`
+	LatencyMax  float64 `json:"latency_max_us"`
+	Dev         string  `json:"dev"`
+	Listen      string  `json:"listen"`
+}
+
+func (o *sinkOpts) check() error {
+	switch {
+	case o.copybreak < 0:
+		return fmt.Errorf("sink: --copybreak %d: want 0 (off) or more", o.copybreak)
+	case o.duration <= 0:
+		return fmt.Errorf("sink: --duration %v: want a positive duration (every run is bounded)", o.duration)
+	case o.idle <= 0:
+		return fmt.Errorf("sink: --idle %v: want a positive duration", o.idle)
+	case o.flows < 1 || o.flows > 1024:
+		return fmt.Errorf("sink: --flows %d: want 1 to 1024", o.flows)
+	case o.budget < 1 || o.budget > 1<<16:
+		return fmt.Errorf("sink: --budget %d: want 1 to 65536", o.budget)
+	case o.rcvbuf < 0:
+		return fmt.Errorf("sink: --rcvbuf %d: want 0 (the kernel's default) or more", o.rcvbuf)
+	}
+	return nil
+}
+
+// checkListen refuses addresses a sink cannot receive on.
+func checkListen(flag string, a netip.AddrPort) error {
+	ip := a.Addr()
+	switch {
+	case ip.IsMulticast():
+		return fmt.Errorf("--%s %v is a multicast group, which the sink does not join: give a unicast address of this host or 0.0.0.0", flag, a)
+	case ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Errorf("--%s %v is the broadcast address: give a unicast address of this host or 0.0.0.0", flag, a)
+	}
+	return nil
+}
+
+// bindErr explains a failed bind of a listening address.
+func bindErr(flag string, a netip.AddrPort, err error) error {
+	switch {
+	case errors.Is(err, unix.EADDRNOTAVAIL):
+		return fmt.Errorf("--%s %v: %v is not an address of this host (in this network namespace): a sink can only receive on its own addresses", flag, a, a.Addr())
+	case errors.Is(err, unix.EADDRINUSE):
+		return fmt.Errorf("--%s %v is in use by another socket", flag, a)
+	case errors.Is(err, unix.EACCES):
+		return fmt.Errorf("--%s %v: permission denied (ports below 1024 need root)", flag, a)
+	}
+	return err
+}
+
+func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	spec, err := parseDev(f.dev)
+	if err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	listen, err := parseAddrPort("listen", o.listen)
+	if err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	if err := checkListen("listen", listen); err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	switch {
+	case spec.kind == devMemring:
+		return errors.New("sink: --dev memring: a memring pair lives inside one process; use it with pktgen or pingpong")
+	case o.gro && spec.kind != devUDP:
+		return errors.New("sink: --gro needs --dev udp")
+	case listen.Port() == 0 && o.flows > 1:
+		return errors.New("sink: --flows needs a --listen port")
+	case int(listen.Port())+o.flows-1 > 0xffff:
+		return fmt.Errorf("sink: --listen %v with %d flows: ports past 65535", listen, o.flows)
+	}
+	ncfg := netdev.Config{Copybreak: o.copybreak, Batch: min(o.budget, 1024)}
+	if o.copybreak == 0 {
+		ncfg.Copybreak = netdev.CopybreakOff
+	}
+	cfg := traffic.SinkConfig{Budget: o.budget, Spin: o.spin, Duration: o.duration, Idle: o.idle, Count: o.count}
+	var devs []netdev.Device
+	defer func() {
+		for _, d := range devs {
+			d.Close()
+		}
+	}()
+	if spec.kind == devUDP {
+		for i := range o.flows {
+			a := netip.AddrPortFrom(listen.Addr(), listen.Port()+uint16(i))
+			d, err := udp.Open(udp.Config{Config: ncfg, Local: a, GRO: o.gro, RcvBuf: o.rcvbuf})
+			if err != nil {
+				return fmt.Errorf("sink: %w", bindErr("listen", a, err))
+			}
+			devs = append(devs, d)
+			if o.gro && !d.GRO() {
+				return errors.New("sink: --gro: the kernel refused UDP_GRO on this socket")
+			}
+			if listen.Port() == 0 {
+				fmt.Fprintf(os.Stderr, "sink: listening on %v\n", d.LocalAddr())
+			}
+		}
+	} else {
+		if _, err := lookupLink(spec.ifname); err != nil {
+			return fmt.Errorf("sink: %w", err)
+		}
+		d, err := linkDev(spec, ncfg, false, o.spin)
+		if err != nil {
+			return fmt.Errorf("sink: %w", err)
+		}
+		devs = append(devs, d)
+		cfg.Link, cfg.Port, cfg.Ports = true, listen.Port(), o.flows
+	}
+
+	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
+	cfg.OnInterval = func(iv traffic.SinkInterval) {
+		p.line(fmt.Sprintf("%s %.0f pps, %.2f Mbit/sec, %d lost, %d reordered, %d kernel drops",
+			secs(iv.Elapsed), iv.PPS, iv.Mbps, iv.Lost, iv.Reordered, iv.KernelDrops),
+			sinkIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Seconds: iv.Seconds, Packets: iv.Packets, Bytes: iv.Bytes,
+				PPS: iv.PPS, Mbps: iv.Mbps, Lost: iv.Lost, Reordered: iv.Reordered, KernelDrops: iv.KernelDrops})
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	r, runErr := traffic.RunSinks(ctx, devs, cfg)
+	l := r.Latency
+	p.line(fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec; %d lost, %d reordered, %d kernel drops, %d copybreak",
+		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, r.Lost, r.Reordered, r.KernelDrops, r.Copybreak),
+		sinkResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
+			Lost: r.Lost, Reordered: r.Reordered, Duplicates: r.Duplicates, Unstamped: r.Unstamped, Flows: r.Flows,
+			KernelDrops: r.KernelDrops, Dropped: r.Dropped, Copybreak: r.Copybreak, Other: r.Other,
+			LatencyP50: us(l.P50), LatencyP99: us(l.P99), LatencyP999: us(l.P999), LatencyMax: us(l.Max),
+			Dev: spec.String(), Listen: listen.String()})
+	if !f.asJSON && l.Count > 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "one-way latency: p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec, max = %.2f usec\n",
+			us(l.P50), us(l.P99), us(l.P999), us(l.Max))
+	}
+	if runErr != nil {
+		return fmt.Errorf("sink: %w", runErr)
+	}
+	return nil
+}

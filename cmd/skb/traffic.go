@@ -1,0 +1,323 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skbdev/skb/driver/afpacket"
+	"github.com/skbdev/skb/driver/afxdp"
+	"github.com/skbdev/skb/driver/memring"
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
+	skbuf "github.com/skbdev/skb/skb"
+)
+
+// Default ports of the traffic commands: those of the C reference tools
+// (udp_send and udp_recv use 9000, pingpong 9100), so that either end can be
+// swapped for its reference.
+const (
+	defaultPort     = 9000
+	defaultPingPort = 9100
+)
+
+// Device kinds --dev names.
+const (
+	devUDP      = "udp"
+	devAFPacket = "afpacket"
+	devAFXDP    = "afxdp"
+	devMemring  = "memring"
+)
+
+const devHelp = `device: udp (a UDP socket, the default), afpacket:IFNAME (AF_PACKET on an
+interface), afxdp:IFNAME[:QUEUE] (AF_XDP on one queue, 0 by default)`
+
+// devFlags are the flags pktgen, sink and pingpong share.
+type devFlags struct {
+	dev    string
+	dstMAC string
+	src    string
+	asJSON bool
+}
+
+func addDevFlags(cmd *cobra.Command, f *devFlags, devExtra string) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.dev, "dev", devUDP, devHelp+devExtra)
+	fs.BoolVar(&f.asJSON, "json", false, "print NDJSON: an object per interval, then one with \"type\":\"result\"")
+}
+
+// addSenderFlags adds the flags of commands that address packets.
+func addSenderFlags(cmd *cobra.Command, f *devFlags) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.dstMAC, "dst-mac", "", "link-layer devices: the destination MAC (default: the next hop's, from the kernel's neighbour table)")
+	fs.StringVar(&f.src, "src", "", "source ADDR[:PORT] (udp: the address to bind, default the kernel's choice; link-layer: default the interface's first address and the destination port)")
+}
+
+// devSpec is a parsed --dev.
+type devSpec struct {
+	kind   string
+	ifname string
+	queue  int
+}
+
+func (s devSpec) link() bool { return s.kind == devAFPacket || s.kind == devAFXDP }
+
+func (s devSpec) String() string {
+	switch s.kind {
+	case devAFPacket:
+		return s.kind + ":" + s.ifname
+	case devAFXDP:
+		return fmt.Sprintf("%s:%s:%d", s.kind, s.ifname, s.queue)
+	}
+	return s.kind
+}
+
+func parseDev(s string) (devSpec, error) {
+	kind, rest, _ := strings.Cut(s, ":")
+	spec := devSpec{kind: kind}
+	switch kind {
+	case devUDP, devMemring:
+		if rest != "" {
+			return spec, fmt.Errorf("--dev %s takes no interface (got %q)", kind, s)
+		}
+	case devAFPacket, devAFXDP:
+		name, q, hasQ := strings.Cut(rest, ":")
+		if name == "" {
+			return spec, fmt.Errorf("--dev %s needs an interface: %s:IFNAME", kind, kind)
+		}
+		spec.ifname = name
+		if hasQ {
+			if kind != devAFXDP {
+				return spec, fmt.Errorf("--dev %q: only afxdp takes a queue", s)
+			}
+			n, err := strconv.Atoi(q)
+			if err != nil || n < 0 {
+				return spec, fmt.Errorf("--dev %q: queue %q is not a number from 0", s, q)
+			}
+			spec.queue = n
+		}
+	default:
+		return spec, fmt.Errorf("--dev %q: want udp, afpacket:IFNAME or afxdp:IFNAME[:QUEUE]", s)
+	}
+	return spec, nil
+}
+
+// parseAddrPort parses an IP:PORT flag value ("localhost" is 127.0.0.1).
+// The address is unmapped from IPv4-in-IPv6.
+func parseAddrPort(flag, s string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("--%s %q: want IP:PORT, such as 127.0.0.1:%d or [::1]:%d", flag, s, defaultPort, defaultPort)
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil || a.Zone() != "" {
+		return netip.AddrPort{}, fmt.Errorf("--%s %q: %q is not an IP address", flag, s, host)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("--%s %q: port %q is not a number from 0 to 65535", flag, s, port)
+	}
+	return netip.AddrPortFrom(a.Unmap(), uint16(p)), nil
+}
+
+// parseSrc parses --src: ADDR or ADDR:PORT.
+func parseSrc(s string) (netip.AddrPort, error) {
+	if s == "" {
+		return netip.AddrPort{}, nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.AddrPortFrom(a.Unmap(), 0), nil
+	}
+	return parseAddrPort("src", s)
+}
+
+// Destinations pktgen sends to without --allow-any-dst.
+var safePrefixes = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+}
+
+func safeDst(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range safePrefixes {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// unspecified returns 0.0.0.0 or :: for a's family.
+func unspecified(a netip.Addr) netip.Addr {
+	if a.Is4() {
+		return netip.IPv4Unspecified()
+	}
+	return netip.IPv6Unspecified()
+}
+
+// checkRoute asks the kernel for a route to dst from src (a connect of a
+// throwaway UDP socket, which sends nothing), so that an unreachable
+// destination is one clear error before any packet.
+func checkRoute(flag string, src, dst netip.AddrPort) error {
+	var laddr *net.UDPAddr
+	if src.Addr().IsValid() && !src.Addr().IsUnspecified() {
+		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src.Addr(), 0))
+	}
+	c, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(dst))
+	if err != nil {
+		var se *os.SyscallError
+		if errors.As(err, &se) {
+			err = se.Err
+		}
+		if laddr != nil {
+			return fmt.Errorf("--%s %v is unreachable from %v: %w", flag, dst, src.Addr(), err)
+		}
+		return fmt.Errorf("--%s %v is unreachable: %w", flag, dst, err)
+	}
+	return c.Close()
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM: the engines then stop and
+// the command prints what they did.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// printer writes the lines of a traffic command: text, or NDJSON objects.
+type printer struct {
+	w   io.Writer
+	enc *json.Encoder
+}
+
+func newPrinter(w io.Writer, asJSON bool) *printer {
+	p := &printer{w: w}
+	if asJSON {
+		p.enc = json.NewEncoder(w)
+	}
+	return p
+}
+
+// line prints text, or obj as one JSON line.
+func (p *printer) line(text string, obj any) {
+	if p.enc != nil {
+		p.enc.Encode(obj)
+		return
+	}
+	fmt.Fprintln(p.w, text)
+}
+
+// us converts a duration to microseconds.
+func us(d time.Duration) float64 { return float64(d) / 1e3 }
+
+// secs formats an interval's elapsed time for the text lines.
+func secs(d time.Duration) string { return fmt.Sprintf("[%5.1fs]", d.Seconds()) }
+
+// closer is what a command closes when it is done.
+type closer func() error
+
+// memringPeer opens a memring pair and runs fn with the far end on a
+// goroutine of its own until stop is called: the in-process other end of
+// --dev memring.
+func memringPeer(fn func(ctx context.Context, peer netdev.Device)) (netdev.Device, closer, error) {
+	a, b, err := memring.NewPair(memring.Config{RingSize: 4096})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx, b)
+	}()
+	return a, func() error {
+		cancel()
+		<-done
+		a.Close()
+		return b.Close()
+	}, nil
+}
+
+// drain frees whatever peer receives until ctx is done.
+func drain(ctx context.Context, peer netdev.Device) {
+	c := peer.Cache()
+	free := func(b *skbuf.Buff) { c.Free(b) }
+	for ctx.Err() == nil {
+		if n, err := peer.Poll(256, free); err != nil {
+			return
+		} else if n == 0 {
+			peer.Wait(10 * time.Millisecond)
+		}
+	}
+}
+
+// linkDev opens an AF_PACKET or AF_XDP device on spec's interface.
+func linkDev(spec devSpec, cfg netdev.Config, txOnly, spin bool) (netdev.Device, error) {
+	switch spec.kind {
+	case devAFPacket:
+		return afpacket.Open(afpacket.Config{Config: cfg, Ifname: spec.ifname, TxOnly: txOnly})
+	case devAFXDP:
+		w := afxdp.WaitSleep
+		if spin {
+			w = afxdp.WaitSpin
+		}
+		return afxdp.Open(spec.ifname, spec.queue, afxdp.Config{Config: cfg, TxOnly: txOnly, Wait: w})
+	}
+	return nil, fmt.Errorf("--dev %v is not a link-layer device", spec)
+}
+
+// linkTarget is what a link-layer sender needs to know of its interface and
+// peer: the frame template.
+func linkTarget(spec devSpec, f *devFlags, dst netip.AddrPort) (*header.UDPFrame, error) {
+	l, err := lookupLink(spec.ifname)
+	if err != nil {
+		return nil, err
+	}
+	src, err := parseSrc(f.src)
+	if err != nil {
+		return nil, err
+	}
+	if !src.Addr().IsValid() {
+		a, err := l.source(dst.Addr())
+		if err != nil {
+			return nil, err
+		}
+		src = netip.AddrPortFrom(a, src.Port())
+	} else if src.Addr().Is4() != dst.Addr().Is4() {
+		return nil, fmt.Errorf("--src %v and the destination %v are of different families", src.Addr(), dst.Addr())
+	}
+	if src.Port() == 0 {
+		src = netip.AddrPortFrom(src.Addr(), dst.Port())
+	}
+	var mac header.MAC
+	if f.dstMAC != "" {
+		hw, err := net.ParseMAC(f.dstMAC)
+		if err != nil || len(hw) != 6 {
+			return nil, fmt.Errorf("--dst-mac %q is not a MAC address such as 02:00:c6:12:00:02", f.dstMAC)
+		}
+		mac = header.MAC(hw)
+	} else if mac, err = l.neighbour(dst.Addr()); err != nil {
+		return nil, err
+	}
+	return &header.UDPFrame{
+		Source: l.mac, Destination: mac,
+		SourceIP: src.Addr(), DestinationIP: dst.Addr(),
+		SourcePort: src.Port(), DestinationPort: dst.Port(),
+		DontFragment: true,
+	}, nil
+}

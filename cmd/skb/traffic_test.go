@@ -1,0 +1,387 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/lab"
+	"github.com/skbdev/skb/lab/labtest"
+)
+
+// freePorts returns the first of n consecutive UDP ports free on 127.0.0.1.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	for range 50 {
+		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := c.LocalAddr().(*net.UDPAddr).Port
+		conns := []net.PacketConn{c}
+		for i := 1; i < n; i++ {
+			ci, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				break
+			}
+			conns = append(conns, ci)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		if len(conns) == n {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free UDP ports", n)
+	return 0
+}
+
+// bg is a command running in the background.
+type bg struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan error
+}
+
+func startBg(t *testing.T, cmd *exec.Cmd) *bg {
+	t.Helper()
+	b := &bg{cmd: cmd, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = &b.stdout, &b.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-b.done
+		b.done <- nil
+	})
+	return b
+}
+
+// wait waits for the command to exit and returns its stdout.
+func (b *bg) wait(t *testing.T) string {
+	t.Helper()
+	select {
+	case err := <-b.done:
+		b.done <- err
+		if err != nil {
+			t.Fatalf("%v: %v\nstderr: %s\nstdout: %s", b.cmd.Args, err, b.stderr.String(), b.stdout.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%v did not exit", b.cmd.Args)
+	}
+	return b.stdout.String()
+}
+
+// ndjson parses NDJSON output: every line one object, the last the result.
+func ndjson(t *testing.T, out string) (intervals []map[string]any, result map[string]any) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not NDJSON: %q: %v", sc.Text(), err)
+		}
+		switch m["type"] {
+		case "interval":
+			if result != nil {
+				t.Fatalf("interval after the result: %s", out)
+			}
+			intervals = append(intervals, m)
+		case "result":
+			if result != nil {
+				t.Fatalf("two results: %s", out)
+			}
+			result = m
+		default:
+			t.Fatalf("object without a known type: %q", sc.Text())
+		}
+	}
+	if result == nil {
+		t.Fatalf("no result object in %q", out)
+	}
+	return intervals, result
+}
+
+// requireFields checks that obj has every field, as a number.
+func requireFields(t *testing.T, what string, obj map[string]any, fields ...string) {
+	t.Helper()
+	for _, f := range fields {
+		if _, ok := obj[f].(float64); !ok {
+			t.Errorf("%s: field %q missing or not a number in %v", what, f, obj)
+		}
+	}
+}
+
+var (
+	pktgenFields   = []string{"packets", "bytes", "seconds", "pps", "mbps", "errors", "doorbells"}
+	sinkFields     = []string{"packets", "pps", "mbps", "lost", "reordered", "kernel_drops"}
+	pingpongFields = []string{"iters", "bytes", "seconds", "mbps", "usec_per_iter", "p50_us", "p99_us", "p999_us"}
+)
+
+func num(m map[string]any, k string) uint64 { v, _ := m[k].(float64); return uint64(v) }
+
+func TestPktgenSinkJSON(t *testing.T) {
+	tests := []struct {
+		name      string
+		flows     int
+		pktgen    []string
+		sink      []string
+		count     uint64
+		doorbells uint64
+	}{
+		{"burst 1", 1, []string{"-n", "2000", "-r", "20000"}, nil, 2000, 2000},
+		{"burst 64", 1, []string{"-n", "3200", "-r", "40000", "-b", "64"}, nil, 3200, 50},
+		{"gso gro", 1, []string{"-n", "6400", "-r", "100000", "--gso"}, []string{"--gro"}, 6400, 100},
+		{"4 flows", 4, []string{"-n", "2000", "-r", "20000", "-b", "8", "--flows", "4"}, []string{"--flows", "4"}, 2000, 250},
+		{"imix", 1, []string{"-n", "1200", "-r", "20000", "--imix", "imix"}, []string{"--copybreak", "0"}, 1200, 1200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			port := freePorts(t, tc.flows)
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			sink := startBg(t, exec.Command(buildSkb(t), append([]string{"sink", "--json", "--listen", addr,
+				"-n", strconv.FormatUint(tc.count, 10), "-t", "10s"}, tc.sink...)...))
+			time.Sleep(200 * time.Millisecond) // let it bind
+			out := mustSkb(t, append([]string{"pktgen", "--json", "--dst", addr, "-t", "10s"}, tc.pktgen...)...)
+			_, gr := ndjson(t, out)
+			_, sr := ndjson(t, sink.wait(t))
+			requireFields(t, "pktgen result", gr, pktgenFields...)
+			requireFields(t, "sink result", sr, sinkFields...)
+			if num(gr, "packets") != tc.count || num(gr, "errors") != 0 || num(gr, "doorbells") != tc.doorbells {
+				t.Errorf("pktgen: %v; want %d packets in %d doorbells", gr, tc.count, tc.doorbells)
+			}
+			if num(sr, "packets") != tc.count || num(sr, "lost") != 0 || num(sr, "reordered") != 0 ||
+				num(sr, "kernel_drops") != 0 || num(sr, "flows") != uint64(tc.flows) {
+				t.Errorf("sink: %v; want %d packets in %d flows, none lost", sr, tc.count, tc.flows)
+			}
+			if num(gr, "bytes") != num(sr, "bytes") {
+				t.Errorf("pktgen sent %d bytes, sink got %d", num(gr, "bytes"), num(sr, "bytes"))
+			}
+		})
+	}
+}
+
+// TestPktgenSinkText checks the text lines: intervals, then the result.
+func TestPktgenSinkText(t *testing.T) {
+	port := freePorts(t, 1)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	sink := startBg(t, exec.Command(buildSkb(t), "sink", "--listen", addr, "-t", "10s", "--idle", "300ms"))
+	time.Sleep(200 * time.Millisecond)
+	out := mustSkb(t, "pktgen", "--dst", addr, "-t", "1300ms", "-r", "5000", "-b", "4")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !regexp.MustCompile(`^\[\s+1\.0s\] \d+ pps, [\d.]+ Mbit/sec, 0 errors, \d+ doorbells$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^sent \d+ packets, \d+ bytes in 1\.\d\d seconds = \d+ pps, [\d.]+ Mbit/sec; 0 errors, \d+ doorbells$`).MatchString(lines[1]) {
+		t.Errorf("pktgen output:\n%s", out)
+	}
+	sout := sink.wait(t)
+	if !regexp.MustCompile(`(?m)^received \d+ packets, \d+ bytes in [\d.]+ seconds = \d+ pps, [\d.]+ Mbit/sec; 0 lost, 0 reordered, 0 kernel drops, \d+ copybreak$`).MatchString(sout) ||
+		!strings.Contains(sout, "one-way latency: p50 = ") {
+		t.Errorf("sink output:\n%s", sout)
+	}
+}
+
+func TestPingPongCLI(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		port := freePorts(t, 1)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		args := []string{"pingpong", "--server", "--listen", addr, "-t", "20s", "--count", "2750"}
+		cargs := []string{"pingpong", "--connect", addr, "-s", "100", "-n", "2000", "--timeout", "5s", "-t", "20s"}
+		if busy {
+			args = append(args, "--busy-poll")
+			cargs = append(cargs, "--busy-poll")
+		}
+		srv := startBg(t, exec.Command(buildSkb(t), args...))
+		time.Sleep(200 * time.Millisecond)
+		out := mustSkb(t, cargs...)
+		// ibv_rc_pingpong's lines, then the percentiles.
+		re := regexp.MustCompile(`^400000 bytes in \d+\.\d\d seconds = \d+\.\d\d Mbit/sec
+2000 iters in \d+\.\d\d seconds = \d+\.\d\d usec/iter
+p50 = \d+\.\d\d usec, p99 = \d+\.\d\d usec, p99.9 = \d+\.\d\d usec
+$`)
+		if !re.MatchString(out) {
+			t.Errorf("busy %v: client output:\n%s", busy, out)
+		}
+		_, r := ndjson(t, mustSkb(t, append(cargs, "--json", "-n", "500")...))
+		requireFields(t, "pingpong result", r, pingpongFields...)
+		if num(r, "iters") != 500 || num(r, "bytes") != 500*100*2 || r["p50_us"].(float64) <= 0 {
+			t.Errorf("busy %v: %v", busy, r)
+		}
+		sout := srv.wait(t)
+		if !strings.Contains(sout, "echoed 2750 packets") { // 2000+200 and 500+50 warm-up
+			t.Errorf("busy %v: server output:\n%s", busy, sout)
+		}
+	}
+}
+
+func TestMemringCLI(t *testing.T) {
+	_, r := ndjson(t, mustSkb(t, "pktgen", "--dev", "memring", "-n", "5000", "-b", "32", "--json"))
+	if num(r, "packets") != 5000 || num(r, "doorbells") != 157 {
+		t.Errorf("pktgen over memring: %v", r)
+	}
+	_, r = ndjson(t, mustSkb(t, "pingpong", "--dev", "memring", "-n", "300", "--json"))
+	if num(r, "iters") != 300 {
+		t.Errorf("pingpong over memring: %v", r)
+	}
+}
+
+// TestTrafficBadFlags checks that every bad invocation fails with one line
+// on stderr, starting "skb: ", and no Go panic or stack.
+func TestTrafficBadFlags(t *testing.T) {
+	closed := freePorts(t, 1)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pktgen", "--size", "10"}, "--size 10"},
+		{[]string{"pktgen", "--size", "x"}, "invalid argument"},
+		{[]string{"pktgen", "--size", "70000"}, "--size 70000"},
+		{[]string{"pktgen", "--burst", "0"}, "--burst 0"},
+		{[]string{"pktgen", "--flows", "0"}, "--flows 0"},
+		{[]string{"pktgen", "--rate", "-1"}, "--rate -1"},
+		{[]string{"pktgen", "--duration", "0"}, "--duration 0s"},
+		{[]string{"pktgen", "--clone", "-1"}, "--clone -1"},
+		{[]string{"pktgen", "--imix", "64:x"}, "--imix"},
+		{[]string{"pktgen", "--imix", "imix", "--size", "100"}, "not both"},
+		{[]string{"pktgen", "--dst", "nonsense"}, "want IP:PORT"},
+		{[]string{"pktgen", "--dst", "example.com:9000"}, "not an IP address"},
+		{[]string{"pktgen", "--dst", "127.0.0.1:99999"}, "port"},
+		{[]string{"pktgen", "--dst", "127.0.0.1:0"}, "ports must lie"},
+		{[]string{"pktgen", "--dst", "127.0.0.1:65535", "--flows", "2"}, "ports must lie"},
+		{[]string{"pktgen", "--dst", "8.8.8.8:53"}, "--allow-any-dst"},
+		{[]string{"pktgen", "--dst", "[2001:db8::1]:9000"}, "--allow-any-dst"},
+		{[]string{"pktgen", "--dst", "0.0.0.0:9000"}, "unicast"},
+		{[]string{"pktgen", "--dst", "[::1]:9000", "--src", "127.0.0.1"}, "different families"},
+		{[]string{"pktgen", "--dev", "bogus"}, "--dev \"bogus\""},
+		{[]string{"pktgen", "--dev", "afpacket"}, "needs an interface"},
+		{[]string{"pktgen", "--dev", "afpacket:nosuchif0", "--dst", "198.18.0.2:9000"}, "no interface \"nosuchif0\""},
+		{[]string{"pktgen", "--dev", "afxdp:lo:x"}, "queue"},
+		{[]string{"pktgen", "--dev", "afpacket:lo", "--gso"}, "--gso needs --dev udp"},
+		{[]string{"pktgen", "--dst-mac", "02:00:00:00:00:01"}, "--dst-mac needs"},
+		{[]string{"pktgen", "extra"}, "unknown command"},
+		{[]string{"pktgen", "--nosuchflag"}, "unknown flag"},
+		{[]string{"sink", "--listen", "198.18.0.2:9000"}, "not an address of this host"},
+		{[]string{"sink", "--listen", "224.0.0.1:9000"}, "multicast"},
+		{[]string{"sink", "--listen", "255.255.255.255:9000"}, "broadcast"},
+		{[]string{"sink", "--listen", "127.0.0.1"}, "want IP:PORT"},
+		{[]string{"sink", "--copybreak", "-1"}, "--copybreak -1"},
+		{[]string{"sink", "--duration", "-1s"}, "--duration -1s"},
+		{[]string{"sink", "--dev", "memring"}, "memring"},
+		{[]string{"sink", "--dev", "afpacket:nosuchif0"}, "no interface"},
+		{[]string{"sink", "--gro", "--dev", "afpacket:lo"}, "--gro needs --dev udp"},
+		{[]string{"sink", "--listen", "127.0.0.1:0", "--flows", "2"}, "--flows needs"},
+		{[]string{"pingpong", "--server", "--connect", "127.0.0.1:9"}, "--server takes --listen"},
+		{[]string{"pingpong", "--listen", "127.0.0.1:9"}, "--listen needs --server"},
+		{[]string{"pingpong", "-s", "4"}, "-s 4"},
+		{[]string{"pingpong", "-n", "0"}, "-n 0"},
+		{[]string{"pingpong", "--timeout", "0s"}, "--timeout"},
+		{[]string{"pingpong", "--count", "5"}, "--count are for the server"},
+		{[]string{"pingpong", "--connect", "127.0.0.1:0"}, "unicast address and a port"},
+		{[]string{"pingpong", "--connect", fmt.Sprintf("127.0.0.1:%d", closed)}, "is `skb pingpong --server` running there?"},
+		{[]string{"pingpong", "--server", "--listen", "198.18.0.2:9100"}, "not an address of this host"},
+		{[]string{"pingpong", "--server", "--dev", "memring"}, "memring"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, errOut, code := skb(t, tc.args...)
+			lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
+			switch {
+			case code == 0:
+				t.Errorf("exit 0; stdout %q", out)
+			case len(lines) != 1 || !strings.HasPrefix(lines[0], "skb: "):
+				t.Errorf("stderr is not one \"skb: \" line: %q", errOut)
+			case strings.Contains(errOut, "panic") || strings.Contains(errOut, "goroutine "):
+				t.Errorf("stderr has a Go panic: %q", errOut)
+			case !strings.Contains(errOut, tc.want):
+				t.Errorf("stderr %q does not say %q", errOut, tc.want)
+			}
+		})
+	}
+}
+
+// TestLinkLayerCLI runs the link-layer devices inside a lab's namespaces,
+// as `ip netns exec` does: pktgen on AF_PACKET in A to a UDP sink in B
+// (so B's kernel checks every frame's checksums), a pingpong client on
+// AF_PACKET in A against a UDP server in B, an AF_PACKET sink in B, and an
+// AF_XDP generator.
+func TestLinkLayerCLI(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	bin := buildSkb(t)
+	devA := "afpacket:" + l.A.Ifname
+	run := func(h *lab.Host, args ...string) string {
+		t.Helper()
+		c := h.Cmd(bin, args...)
+		var o, e bytes.Buffer
+		c.Stdout, c.Stderr = &o, &e
+		if err := c.Run(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, e.String())
+		}
+		return o.String()
+	}
+	t.Run("afpacket to udp", func(t *testing.T) {
+		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--listen", "198.18.0.2:9000", "-n", "1000", "-t", "10s", "--flows", "2"))
+		time.Sleep(200 * time.Millisecond)
+		_, gr := ndjson(t, run(&l.A, "pktgen", "--dev", devA, "--dst", "198.18.0.2:9000", "-n", "1000", "-r", "20000",
+			"-b", "16", "--flows", "2", "--json"))
+		_, sr := ndjson(t, sink.wait(t))
+		if num(gr, "packets") != 1000 || num(sr, "packets") != 1000 || num(sr, "lost") != 0 || num(sr, "flows") != 2 {
+			t.Errorf("pktgen %v\nsink %v", gr, sr)
+		}
+	})
+	t.Run("afpacket sink", func(t *testing.T) {
+		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9000",
+			"-n", "1000", "-t", "10s"))
+		time.Sleep(300 * time.Millisecond)
+		run(&l.A, "pktgen", "--dst", "198.18.0.2:9000", "-n", "1000", "-r", "20000", "--json")
+		_, sr := ndjson(t, sink.wait(t))
+		if num(sr, "packets") != 1000 || num(sr, "lost") != 0 {
+			t.Errorf("sink %v", sr)
+		}
+	})
+	t.Run("pingpong afpacket to udp", func(t *testing.T) {
+		srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--listen", "0.0.0.0:9100", "-t", "20s", "--count", "330"))
+		time.Sleep(200 * time.Millisecond)
+		_, r := ndjson(t, run(&l.A, "pingpong", "--dev", devA, "--connect", "198.18.0.2:9100", "--src", "198.18.0.1:4321",
+			"-n", "300", "--timeout", "5s", "-t", "20s", "--json"))
+		srv.wait(t)
+		if num(r, "iters") != 300 {
+			t.Errorf("pingpong %v", r)
+		}
+	})
+	t.Run("afxdp", func(t *testing.T) {
+		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--listen", "198.18.0.2:9000", "-n", "500", "-t", "10s"))
+		time.Sleep(200 * time.Millisecond)
+		_, gr := ndjson(t, run(&l.A, "pktgen", "--dev", "afxdp:"+l.A.Ifname, "--dst", "198.18.0.2:9000", "-n", "500", "-r", "20000", "-b", "8", "--json"))
+		_, sr := ndjson(t, sink.wait(t))
+		if num(gr, "packets") != 500 || num(sr, "packets") != 500 {
+			t.Errorf("pktgen %v\nsink %v", gr, sr)
+		}
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		// The lab's namespaces have no route out: nothing can be sent.
+		c := l.A.Cmd(bin, "pktgen", "--dst", "10.255.255.1:9000", "--allow-any-dst", "-n", "1")
+		var e bytes.Buffer
+		c.Stderr = &e
+		if err := c.Run(); err == nil || !strings.Contains(e.String(), "is unreachable: network is unreachable") {
+			t.Errorf("pktgen to an unroutable address: %v, %q", err, e.String())
+		}
+	})
+	t.Run("no neighbour", func(t *testing.T) {
+		c := l.A.Cmd(bin, "pktgen", "--dev", devA, "--dst", "198.18.0.99:9000", "-n", "1")
+		var e bytes.Buffer
+		c.Stderr = &e
+		if err := c.Run(); err == nil || !strings.Contains(e.String(), "no neighbour entry for 198.18.0.99") {
+			t.Errorf("pktgen to an unknown neighbour: %v, %q", err, e.String())
+		}
+	})
+}
