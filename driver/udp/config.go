@@ -7,9 +7,11 @@ import (
 	"github.com/skbdev/skb/netdev"
 )
 
-// Config configures a Device. The zero Config is not enough on its own: set
-// Local, Remote or both. netdev.Config's fields (Pool, Headroom, Copybreak,
-// Batch) keep their meaning and defaults.
+// Config configures a Device. The zero Config opens an unconnected
+// dual-stack socket that the kernel binds at its first send (a sender whose
+// datagrams go where SetDst or XmitTo say); a receiver sets Local.
+// netdev.Config's fields (Pool, Headroom, Copybreak, Batch) keep their
+// meaning and defaults.
 type Config struct {
 	netdev.Config
 

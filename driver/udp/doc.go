@@ -16,7 +16,12 @@
 // piece, and freed into the device's Cache after the call, without a clone
 // (seed 000). A datagram the kernel refuses is dropped and counted by
 // reason; the rest of the batch is still sent. When the socket's send
-// buffer stays full for TxTimeout the unsent rest is dropped (EAGAIN).
+// buffer stays full for TxTimeout the unsent rest is dropped (EAGAIN). The
+// call is first made with MSG_DONTWAIT outside the Go scheduler's view
+// (RawSyscall): on loopback the receive path runs inside the sender's
+// call, and a send the scheduler watches for tens of microseconds has its P
+// handed away; only a full send buffer makes the driver retry with a call
+// that sleeps.
 //
 // With Config.GSO, a run of equal-size datagrams to one destination (the
 // last may be shorter) goes as one message with a UDP_SEGMENT control

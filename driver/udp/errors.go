@@ -7,16 +7,16 @@ import (
 )
 
 var (
-	// ErrConfig is returned by Open for an invalid Config: no address to
-	// choose the socket's family from, Local and Remote of different
-	// families, or a negative size.
+	// ErrConfig is returned by Open for an invalid Config: Local and Remote
+	// of different families, a negative size or duration, or a RecvSize or
+	// Headroom that no size class of the pool holds.
 	ErrConfig = errors.New("udp: invalid config")
 
 	// ErrNoDestination is returned by Xmit on an unconnected device (Remote
 	// unset) when no destination was set with SetDst, and by XmitTo and
 	// SetDst for an address the socket cannot send to (an IPv6 address on an
-	// IPv4 socket, or the zero AddrPort). The packet was dropped and counted
-	// in tx_dropped_error.
+	// IPv4 socket, or the zero AddrPort). Xmit and XmitTo dropped the packet
+	// and counted it in tx_dropped_error.
 	ErrNoDestination = errors.New("udp: no destination for the datagram")
 
 	// ErrClosed is returned by every method after Close. It is

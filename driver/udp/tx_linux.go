@@ -77,7 +77,8 @@ var (
 )
 
 // Xmit queues b, one UDP datagram whose payload is b's data (linear data,
-// frags and frag list, gathered with iovecs, never copied), and rings the
+// frags and frag list, gathered with iovecs and not copied; a buffer in more
+// than 1024 pieces, UIO_MAXIOV, is linearized first), and rings the
 // doorbell, one sendmmsg(2) of the queue, when more is false or the queue
 // is full (ndo_start_xmit with xmit_more). On a connected device the
 // datagram goes to Remote; on an unconnected one to the destination last set

@@ -388,19 +388,23 @@ func sendRun(t testing.TB, d *Device, first uint32, n, size int) {
 // TestTruncated sends datagrams longer than the receive buffer between
 // shorter ones: they are counted and dropped, the others arrive.
 func TestTruncated(t *testing.T) {
-	tx, rx := pair(t, lo4, Config{}, Config{RecvSize: 600})
-	for i, n := range []int{100, 601, 600, 3000, 500} {
-		if err := tx.Xmit(fill(t, tx, uint32(i), n), false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g := collect(t, rx, 3, 2*time.Second)
-	if len(g) != 3 || g[0].seq != 0 || g[1].seq != 2 || g[2].seq != 4 || g[1].n != 600 {
-		t.Fatalf("got %+v", g)
-	}
-	st := rx.Stats()
-	if st.RxTruncated != 2 || st.RxDropped[netdev.DropTruncated] != 2 || st.RxPackets != 3 {
-		t.Errorf("rx counters %+v", st)
+	for _, busy := range []time.Duration{0, 20 * time.Microsecond} {
+		t.Run(fmt.Sprint(busy), func(t *testing.T) {
+			tx, rx := pair(t, lo4, Config{}, Config{RecvSize: 600, BusyPoll: busy})
+			for i, n := range []int{100, 601, 600, 3000, 500} {
+				if err := tx.Xmit(fill(t, tx, uint32(i), n), false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := collect(t, rx, 3, 2*time.Second)
+			if len(g) != 3 || g[0].seq != 0 || g[1].seq != 2 || g[2].seq != 4 || g[1].n != 600 {
+				t.Fatalf("got %+v", g)
+			}
+			st := rx.Stats()
+			if st.RxTruncated != 2 || st.RxDropped[netdev.DropTruncated] != 2 || st.RxPackets != 3 {
+				t.Errorf("rx counters %+v", st)
+			}
+		})
 	}
 }
 
@@ -408,7 +412,13 @@ func TestTruncated(t *testing.T) {
 // arrives plus what the kernel reports dropped (SO_RXQ_OVFL) is what was
 // sent.
 func TestKernelDrops(t *testing.T) {
-	tx, rx := pair(t, lo4, Config{}, Config{RcvBuf: 4096})
+	for _, busy := range []time.Duration{0, 20 * time.Microsecond} {
+		t.Run(fmt.Sprint(busy), func(t *testing.T) { testKernelDrops(t, busy) })
+	}
+}
+
+func testKernelDrops(t *testing.T, busy time.Duration) {
+	tx, rx := pair(t, lo4, Config{}, Config{RcvBuf: 4096, BusyPoll: busy})
 	const n = 300
 	for i := range n {
 		if err := tx.Xmit(fill(t, tx, uint32(i), 200), i%32 != 31); err != nil {
