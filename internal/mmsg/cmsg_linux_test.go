@@ -1,0 +1,145 @@
+//go:build linux
+
+package mmsg
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestCmsgRoundTrip writes control messages with PutCmsgUint16 and x/sys's
+// UnixRights layout and reads them back with NextCmsg.
+func TestCmsgRoundTrip(t *testing.T) {
+	b := make([]byte, 128)
+	n := PutCmsgUint16(b, unix.SOL_UDP, unix.UDP_SEGMENT, 1400)
+	if n != unix.CmsgSpace(2) {
+		t.Fatalf("PutCmsgUint16 used %d bytes, want %d", n, unix.CmsgSpace(2))
+	}
+	// A second message, as the kernel would lay it out: SCM_RIGHTS with two
+	// descriptors.
+	rights := unix.UnixRights(7, 9)
+	copy(b[n:], rights)
+	all := b[:n+len(rights)]
+
+	level, typ, data, rest, ok := NextCmsg(all)
+	if !ok || level != unix.SOL_UDP || typ != unix.UDP_SEGMENT || CmsgInt(data) != 1400 {
+		t.Fatalf("first: ok %v level %d type %d data %v", ok, level, typ, data)
+	}
+	level, typ, data, rest, ok = NextCmsg(rest)
+	if !ok || level != unix.SOL_SOCKET || typ != unix.SCM_RIGHTS || len(data) != 8 {
+		t.Fatalf("second: ok %v level %d type %d data %v", ok, level, typ, data)
+	}
+	if _, _, _, _, ok = NextCmsg(rest); ok {
+		t.Fatalf("a third message in %d bytes", len(rest))
+	}
+	if PutCmsgUint16(b[:unix.CmsgSpace(2)-1], 1, 2, 3) != 0 {
+		t.Error("PutCmsgUint16 wrote into a short buffer")
+	}
+}
+
+// FuzzNextCmsg feeds NextCmsg arbitrary control buffers: it must never
+// panic, and what it returns must lie inside its input and shrink it.
+func FuzzNextCmsg(f *testing.F) {
+	b := make([]byte, 64)
+	n := PutCmsgUint16(b, unix.SOL_UDP, unix.UDP_GRO, 1200)
+	f.Add(b[:n])
+	f.Add(append(b[:n:n], unix.UnixRights(3)...))
+	f.Add([]byte{})
+	f.Add(make([]byte, unix.SizeofCmsghdr))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rest := in
+		for i := 0; ; i++ {
+			if i > len(in) {
+				t.Fatalf("more messages than bytes in %x", in)
+			}
+			_, _, data, next, ok := NextCmsg(rest)
+			if !ok {
+				return
+			}
+			if len(next) >= len(rest) || len(data) > len(rest) {
+				t.Fatalf("no progress: %d bytes left of %d, data %d", len(next), len(rest), len(data))
+			}
+			CmsgInt(data)
+			rest = next
+		}
+	})
+}
+
+// TestSockaddr writes addresses with PutSockaddr, has the kernel check them
+// by binding and reading them back (getsockname), and reads the kernel's
+// layout with AddrPort.
+func TestSockaddr(t *testing.T) {
+	for _, tc := range []struct {
+		family int
+		ap     string
+		n      int
+	}{
+		{unix.AF_INET, "127.0.0.1:0", unix.SizeofSockaddrInet4},
+		{unix.AF_INET6, "[::1]:0", unix.SizeofSockaddrInet6},
+		{unix.AF_INET6, "127.0.0.1:0", unix.SizeofSockaddrInet6}, // IPv4-mapped
+	} {
+		ap := netip.MustParseAddrPort(tc.ap)
+		var sa [SockaddrMax]byte
+		if n := PutSockaddr(sa[:], tc.family, ap); n != tc.n {
+			t.Fatalf("%v: PutSockaddr wrote %d bytes, want %d", ap, n, tc.n)
+		}
+		fd, err := unix.Socket(tc.family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if tc.family == unix.AF_INET6 {
+			unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+		}
+		if err := Bind(fd, sa[:tc.n]); err != nil {
+			t.Fatalf("bind %v: %v", ap, err)
+		}
+		got, err := unix.Getsockname(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var port int
+		switch got := got.(type) {
+		case *unix.SockaddrInet4:
+			port = got.Port
+		case *unix.SockaddrInet6:
+			port = got.Port
+		}
+		// AddrPort reads the kernel's layout: fill one as recvmsg would.
+		var raw unix.RawSockaddrInet6
+		want := netip.AddrPortFrom(ap.Addr(), uint16(port))
+		PutSockaddr(sa[:], tc.family, want)
+		rawFrom(&raw, sa[:tc.n])
+		if a := AddrPort(&raw, uint32(tc.n)); a != want {
+			t.Errorf("AddrPort: %v, want %v", a, want)
+		}
+		if a := AddrPort(&raw, 3); a.IsValid() {
+			t.Errorf("AddrPort of a 3-byte address: %v", a)
+		}
+	}
+	var sa [SockaddrMax]byte
+	if PutSockaddr(sa[:], unix.AF_INET, netip.MustParseAddrPort("[::1]:1")) != 0 {
+		t.Error("PutSockaddr wrote an IPv6 address for an AF_INET socket")
+	}
+	if PutSockaddr(sa[:], unix.AF_INET6, netip.AddrPort{}) != 0 {
+		t.Error("PutSockaddr wrote the zero AddrPort")
+	}
+}
+
+// rawFrom copies a struct sockaddr held as bytes into raw, field by field in
+// the kernel's layout (the fields are read as native integers, as the
+// kernel writes them through the C struct).
+func rawFrom(raw *unix.RawSockaddrInet6, b []byte) {
+	*raw = unix.RawSockaddrInet6{}
+	raw.Family = binary.NativeEndian.Uint16(b[0:])
+	raw.Port = binary.NativeEndian.Uint16(b[2:])
+	if len(b) >= 8 {
+		raw.Flowinfo = binary.NativeEndian.Uint32(b[4:])
+	}
+	if len(b) >= 24 {
+		copy(raw.Addr[:], b[8:24])
+	}
+}
