@@ -466,7 +466,7 @@ func (d *Device) build(pos *txPos) int {
 			if msg.segs > 1 {
 				gsoSize = int(p.n)
 			} else {
-				msg.simple = p.niov == 1
+				msg.simple = p.niov == 1 && !p.b.IsNonlinear()
 			}
 			pos.pkt, pos.off = j, 0
 		} else {

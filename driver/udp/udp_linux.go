@@ -377,7 +377,8 @@ func (d *Device) closing() bool { return d.state.Load()&closedBit != 0 }
 // returns. Close from another goroutine must not race with the device's
 // goroutine using the Cache outside the device's methods. A pool the device
 // made reports buffers the caller still holds: Close then returns an error
-// wrapping pool.ErrLeak.
+// wrapping pool.ErrLeak, and leaves the pool mapped. Buffers still held after
+// Close are freed with their own Free method, not into the closed Cache.
 func (d *Device) Close() error {
 	old := d.state.Or(closedBit)
 	if old&closedBit != 0 {

@@ -342,6 +342,38 @@ func TestPaged(t *testing.T) {
 	}
 }
 
+// TestHeadless sends buffers whose linear part is empty and whose payload
+// is all in one page frag (a headerless buffer, skbuff.h), alone and in a
+// burst.
+func TestHeadless(t *testing.T) {
+	tx, rx := pair(t, lo4, Config{GSO: true}, Config{})
+	for i := range 6 {
+		c := tx.Cache()
+		b, err := c.Alloc(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg, off, err := c.AllocFrag(300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pattern(pg.Bytes()[off:off+300], uint32(i))
+		b.AddRxFrag(pg, off, 300)
+		if err := tx.Xmit(b, i%3 == 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := collect(t, rx, 6, 2*time.Second)
+	if len(g) != 6 {
+		t.Fatalf("got %d of 6", len(g))
+	}
+	for i, p := range g {
+		if p.bad || p.seq != uint32(i) || p.n != 300 {
+			t.Fatalf("datagram %d: %+v", i, p)
+		}
+	}
+}
+
 // TestGSOFallbackEINVAL makes every UDP_SEGMENT send fail (SO_NO_CHECK on
 // the sending socket, which the kernel refuses to segment with EINVAL) and
 // checks that the batch still arrives, sent plainly, that GSO is off
