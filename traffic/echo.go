@@ -189,10 +189,11 @@ func (e *echoer) loop(ctx context.Context) (EchoResult, error) {
 		ctx = context.Background()
 	}
 	done := ctx.Done()
-	start := time.Now()
-	deadline := start.Add(e.cfg.Duration)
-	var first, last time.Time
-	lastTick, lastEchoed := start, uint64(0)
+	clk := newClock()
+	deadline := e.cfg.Duration
+	var first, last, lastTick time.Duration
+	seen := false
+	lastEchoed := uint64(0)
 	var runErr error
 loop:
 	for !e.stop {
@@ -207,21 +208,21 @@ loop:
 			runErr = err
 			break
 		}
-		now := time.Now()
+		now := clk.now()
 		if n > 0 {
-			if first.IsZero() {
-				first = now
+			if !seen {
+				seen, first = true, now
 			}
 			last = now
 		}
 		switch {
-		case !now.Before(deadline):
+		case now >= deadline:
 			break loop
-		case !first.IsZero() && e.cfg.Idle > 0 && now.Sub(last) >= e.cfg.Idle:
+		case seen && e.cfg.Idle > 0 && now-last >= e.cfg.Idle:
 			break loop
 		}
-		if e.cfg.OnInterval != nil && now.Sub(lastTick) >= e.cfg.Interval {
-			iv := EchoInterval{Elapsed: now.Sub(start), Seconds: now.Sub(lastTick).Seconds(), Echoed: e.res.Echoed - lastEchoed}
+		if e.cfg.OnInterval != nil && now-lastTick >= e.cfg.Interval {
+			iv := EchoInterval{Elapsed: now, Seconds: (now - lastTick).Seconds(), Echoed: e.res.Echoed - lastEchoed}
 			iv.PPS, _ = rates(iv.Echoed, 0, iv.Seconds)
 			lastTick, lastEchoed = now, e.res.Echoed
 			e.cfg.OnInterval(iv)
@@ -234,14 +235,14 @@ loop:
 			}
 		}
 		if n == 0 && !e.cfg.Spin {
-			if err := e.dev.Wait(min(waitSlice, deadline.Sub(now))); err != nil && !errors.Is(err, netdev.ErrTimeout) {
+			if err := e.dev.Wait(min(waitSlice, deadline-now)); err != nil && !errors.Is(err, netdev.ErrTimeout) {
 				runErr = err
 				break
 			}
 		}
 	}
-	if !first.IsZero() {
-		e.res.Seconds = last.Sub(first).Seconds()
+	if seen {
+		e.res.Seconds = (last - first).Seconds()
 	}
 	if runErr == nil && e.res.FirstErr != nil && errors.Is(e.res.FirstErr, netdev.ErrClosed) {
 		runErr = e.res.FirstErr

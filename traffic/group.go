@@ -136,11 +136,12 @@ func mergeSinks(sinks []*Sink) SinkResult {
 		r.Copybreak += x.Copybreak
 		lat.merge(&s.lat)
 		if s.seen {
-			if first.IsZero() || s.first.Before(first) {
-				first = s.first
+			f, l := s.clk.start.Add(s.first), s.clk.start.Add(s.last)
+			if first.IsZero() || f.Before(first) {
+				first = f
 			}
-			if s.last.After(last) {
-				last = s.last
+			if l.After(last) {
+				last = l
 			}
 		}
 	}

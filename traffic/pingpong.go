@@ -121,6 +121,7 @@ type pinger struct {
 	stray    uint64
 	scratch  [StampLen]byte
 	handler  netdev.Handler
+	clk      clock
 }
 
 // PingPong measures round trips over dev: it sends a request stamped with
@@ -259,7 +260,7 @@ func (p *pinger) handle(b *skb.Buff) {
 
 // await polls until the reply to p.want arrives (true), the timeout
 // passes since t0 (false), or the device fails.
-func (p *pinger) await(t0 time.Time, done <-chan struct{}) (bool, error) {
+func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 	for spins := 0; ; spins++ {
 		n, err := p.dev.Poll(p.cfg.Budget, p.handler)
 		if err != nil {
@@ -278,7 +279,7 @@ func (p *pinger) await(t0 time.Time, done <-chan struct{}) (bool, error) {
 		} else if err := p.dev.Wait(waitSlice); err != nil && !errors.Is(err, netdev.ErrTimeout) {
 			return false, err
 		}
-		if time.Since(t0) >= p.cfg.Timeout {
+		if p.clk.now()-t0 >= p.cfg.Timeout {
 			return false, nil
 		}
 		if done != nil {
@@ -298,23 +299,24 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 	done := ctx.Done()
 	cfg := &p.cfg
 	rtt := make([]time.Duration, 0, cfg.Iters)
-	start := time.Now()
-	deadline := start.Add(cfg.Duration)
+	p.clk = newClock()
+	deadline := cfg.Duration
 	total := cfg.Warmup + cfg.Iters
-	var tFirst, tLast time.Time
+	var tFirst, tLast time.Duration
 	replied := false
-	lastTick, tickFrom := start, 0
+	var lastTick time.Duration
+	tickFrom := 0
 	var runErr error
 	for i := 0; i < total; i++ {
-		t0 := time.Now()
-		if !t0.Before(deadline) {
+		t0 := p.clk.now()
+		if t0 >= deadline {
 			break
 		}
 		if i == cfg.Warmup {
 			tFirst = t0
 		}
 		p.want, p.got = uint64(i), false
-		if err := p.send(uint64(i), t0.UnixNano()); err != nil {
+		if err := p.send(uint64(i), p.clk.wall(t0)); err != nil {
 			if errors.Is(err, pool.ErrExhausted) {
 				res.Lost++
 				continue
@@ -339,13 +341,13 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			continue
 		}
 		replied = true
-		t1 := time.Now()
+		t1 := p.clk.now()
 		if i >= cfg.Warmup {
-			rtt = append(rtt, t1.Sub(t0))
+			rtt = append(rtt, t1-t0)
 			tLast = t1
 		}
-		if cfg.OnInterval != nil && t1.Sub(lastTick) >= cfg.Interval {
-			p.tick(t1, start, rtt[tickFrom:])
+		if cfg.OnInterval != nil && t1-lastTick >= cfg.Interval {
+			p.tick(t1, rtt[tickFrom:])
 			lastTick, tickFrom = t1, len(rtt)
 		}
 		if done != nil {
@@ -361,7 +363,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 	if res.Iters == 0 {
 		return *res, runErr
 	}
-	res.Seconds = tLast.Sub(tFirst).Seconds()
+	res.Seconds = (tLast - tFirst).Seconds()
 	res.Bytes = uint64(p.size) * uint64(res.Iters) * 2
 	usec := res.Seconds * 1e6
 	if usec > 0 {
@@ -381,8 +383,8 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 	return *res, runErr
 }
 
-func (p *pinger) tick(now, start time.Time, rtt []time.Duration) {
-	iv := PingPongInterval{Elapsed: now.Sub(start), Iters: len(rtt)}
+func (p *pinger) tick(now time.Duration, rtt []time.Duration) {
+	iv := PingPongInterval{Elapsed: now, Iters: len(rtt)}
 	if len(rtt) > 0 {
 		var sum time.Duration
 		for _, d := range rtt {

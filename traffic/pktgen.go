@@ -196,9 +196,9 @@ type Pktgen struct {
 	xmitErrs   uint64
 	firstErr   error
 
-	// interval state
-	start    time.Time
-	lastTick time.Time
+	// run state
+	clk      clock
+	lastTick time.Duration
 	lastSt   netdev.Stats
 	lastFail uint64
 }
@@ -512,24 +512,23 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 		ctx = context.Background()
 	}
 	done := ctx.Done()
-	start := time.Now()
-	g.start, g.lastTick = start, start
+	g.clk = newClock()
+	g.lastTick = 0
 	st0 := g.dev.Stats()
 	g.lastSt, g.lastFail = st0, g.allocFails
-	deadline := start.Add(g.duration)
-	pace := newPacer(g.cfg.Rate, start)
+	pace := newPacer(g.cfg.Rate)
 	q0, fails0, xe0 := g.queued, g.allocFails, g.xmitErrs
 	g.firstErr = nil
 	var runErr error
-	now := start
+	var now time.Duration
 loop:
 	for g.remaining() > 0 {
-		now = pace.wait(now, int(min(uint64(g.burstLen), g.remaining())), deadline)
-		if !now.Before(deadline) {
+		now = pace.wait(&g.clk, now, int(min(uint64(g.burstLen), g.remaining())), g.duration)
+		if now >= g.duration {
 			break
 		}
 		xe := g.xmitErrs
-		_, err := g.burst(now.UnixNano())
+		_, err := g.burst(g.clk.wall(now))
 		if g.xmitErrs != xe && g.xmitErrs-xe0 >= failFast && g.dev.Stats().TxPackets == st0.TxPackets {
 			// Every send so far failed: the destination or the device
 			// refuses them, and more of the same will not help.
@@ -541,16 +540,16 @@ loop:
 		case errors.Is(err, pool.ErrExhausted):
 			// Buffers are in flight (an AF_XDP UMEM): give completions
 			// a moment.
-			time.Sleep(20 * time.Microsecond)
+			sleep(20 * time.Microsecond)
 		default:
 			runErr = err
 			break loop
 		}
-		now = time.Now()
-		if !now.Before(deadline) {
+		now = g.clk.now()
+		if now >= g.duration {
 			break
 		}
-		if g.cfg.OnInterval != nil && now.Sub(g.lastTick) >= g.interval {
+		if g.cfg.OnInterval != nil && now-g.lastTick >= g.interval {
 			g.tick(now)
 		}
 		if done != nil {
@@ -568,12 +567,12 @@ loop:
 			g.note(err)
 		}
 	}
-	end := time.Now()
+	end := g.clk.now()
 	st := g.dev.Stats().Sub(st0)
 	r := PktgenResult{
 		Packets:    st.TxPackets,
 		Bytes:      st.TxBytes,
-		Seconds:    end.Sub(start).Seconds(),
+		Seconds:    end.Seconds(),
 		Errors:     st.TxDroppedTotal() + g.allocFails - fails0,
 		Doorbells:  st.TxDoorbells,
 		Queued:     g.queued - q0,
@@ -592,12 +591,12 @@ func rates(packets, bytes uint64, secs float64) (pps, mbps float64) {
 	return float64(packets) / secs, float64(bytes) * 8 / secs / 1e6
 }
 
-func (g *Pktgen) tick(now time.Time) {
+func (g *Pktgen) tick(now time.Duration) {
 	st := g.dev.Stats()
 	d := st.Sub(g.lastSt)
 	iv := PktgenInterval{
-		Elapsed:   now.Sub(g.start),
-		Seconds:   now.Sub(g.lastTick).Seconds(),
+		Elapsed:   now,
+		Seconds:   (now - g.lastTick).Seconds(),
 		Packets:   d.TxPackets,
 		Bytes:     d.TxBytes,
 		Errors:    d.TxDroppedTotal() + g.allocFails - g.lastFail,

@@ -15,41 +15,37 @@ const pacerMinSleep = 2 * time.Microsecond
 
 // pacer is a token bucket in virtual-time form (the generic cell rate
 // algorithm of ITU-T I.371): tat is when the bucket will have paid for
-// everything sent so far. A burst waits until tat, then pushes tat on by
-// its cost. Waiting is a sleep, never a spin: a late wake-up leaves tat
-// behind the clock, and the bursts that follow go out at once until it
-// has caught up, up to pacerDepth of credit. So the average rate is exact
-// and no core is kept busy, at the price of micro-bursts as long as the
-// wake-up latency (tens of microseconds of timer slack, more when the
-// machine is busy).
+// everything sent so far, as time since the clock's start. A burst waits
+// until tat, then pushes tat on by its cost. Waiting is a sleep, never a
+// spin: a late wake-up leaves tat behind the clock, and the bursts that
+// follow go out at once until it has caught up, up to pacerDepth of
+// credit. So the average rate is exact and no core is kept busy, at the
+// price of micro-bursts as long as the wake-up latency (tens of
+// microseconds of timer slack, more when the machine is busy).
 type pacer struct {
 	perPacket float64 // ns per packet; 0: no limit
-	tat       time.Time
+	tat       time.Duration
 }
 
-func newPacer(rate float64, start time.Time) pacer {
+func newPacer(rate float64) pacer {
 	if rate <= 0 {
 		return pacer{}
 	}
-	return pacer{perPacket: 1e9 / rate, tat: start}
+	return pacer{perPacket: 1e9 / rate}
 }
 
-// wait blocks until n more packets may be sent, but not past deadline, and
-// returns the time after the wait (now when it did not wait).
-func (p *pacer) wait(now time.Time, n int, deadline time.Time) time.Time {
+// wait blocks until n more packets may be sent, but not past deadline (both
+// times on clock c), and returns the time after the wait (now when it did
+// not wait).
+func (p *pacer) wait(c *clock, now time.Duration, n int, deadline time.Duration) time.Duration {
 	if p.perPacket == 0 {
 		return now
 	}
-	if floor := now.Add(-pacerDepth); p.tat.Before(floor) {
-		p.tat = floor
+	p.tat = max(p.tat, now-pacerDepth)
+	if d := p.tat - now; d >= pacerMinSleep {
+		sleep(min(d, max(deadline-now, 0)))
+		now = c.now()
 	}
-	if d := p.tat.Sub(now); d >= pacerMinSleep {
-		if rest := deadline.Sub(now); d > rest {
-			d = max(rest, 0)
-		}
-		sleep(d)
-		now = time.Now()
-	}
-	p.tat = p.tat.Add(time.Duration(float64(n) * p.perPacket))
+	p.tat += time.Duration(float64(n) * p.perPacket)
 	return now
 }

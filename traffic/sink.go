@@ -149,16 +149,17 @@ type Sink struct {
 	nostamp uint64
 	scratch [StampLen]byte
 
-	now   time.Time // clock of the current Poll, read at its first packet
+	clk   clock
+	now   time.Duration // clock of the current Poll, read at its first packet
 	nowOK bool
 
 	seen        bool
-	first, last time.Time
+	first, last time.Duration
 	st0         netdev.Stats
 	progress    *progress // set by RunSinks: the group's view of this sink
 
-	start    time.Time
-	lastTick time.Time
+	start    time.Duration
+	lastTick time.Duration
 	lastPkts uint64
 	lastByte uint64
 	lastLost uint64
@@ -187,6 +188,7 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 		return nil, fmt.Errorf("traffic: sink: %w: interval %v is negative", ErrConfig, cfg.Interval)
 	}
 	s.handler = s.handle
+	s.clk = newClock()
 	s.st0 = dev.Stats()
 	return s, nil
 }
@@ -203,16 +205,16 @@ func (s *Sink) Poll() (int, error) {
 		}
 		s.last = s.now
 		if s.progress != nil {
-			s.progress.last.Store(s.now.UnixNano())
+			s.progress.last.Store(s.clk.wall(s.now))
 			s.progress.packets.Store(s.packets)
 		}
 	}
 	return n, err
 }
 
-func (s *Sink) clock() time.Time {
+func (s *Sink) clock() time.Duration {
 	if !s.nowOK {
-		s.now, s.nowOK = time.Now(), true
+		s.now, s.nowOK = s.clk.now(), true
 	}
 	return s.now
 }
@@ -253,7 +255,7 @@ func (s *Sink) handle(b *skb.Buff) {
 }
 
 // count counts the datagram of l bytes at offset off of b.
-func (s *Sink) count(b *skb.Buff, off, l int, now time.Time) {
+func (s *Sink) count(b *skb.Buff, off, l int, now time.Duration) {
 	s.packets++
 	if l < StampLen {
 		s.nostamp++
@@ -271,7 +273,7 @@ func (s *Sink) count(b *skb.Buff, off, l int, now time.Time) {
 		return
 	}
 	s.cnt.Add(st)
-	s.lat.Record(time.Duration(now.UnixNano() - st.Tstamp))
+	s.lat.Record(time.Duration(s.clk.wall(now) - st.Tstamp))
 }
 
 // Run polls until the duration passes, the count is reached, the link
@@ -285,9 +287,9 @@ func (s *Sink) Run(ctx context.Context) (SinkResult, error) {
 		ctx = context.Background()
 	}
 	done := ctx.Done()
-	start := time.Now()
+	start := s.clk.now()
 	s.start, s.lastTick = start, start
-	deadline := start.Add(s.dur)
+	deadline := start + s.dur
 	var runErr error
 loop:
 	for {
@@ -298,17 +300,17 @@ loop:
 		}
 		now := s.now
 		if n == 0 {
-			now = time.Now()
+			now = s.clk.now()
 		}
 		switch {
 		case s.cfg.Count > 0 && s.packets >= s.cfg.Count:
 			break loop
-		case !now.Before(deadline):
+		case now >= deadline:
 			break loop
-		case s.seen && s.idle > 0 && now.Sub(s.last) >= s.idle:
+		case s.seen && s.idle > 0 && now-s.last >= s.idle:
 			break loop
 		}
-		if s.cfg.OnInterval != nil && now.Sub(s.lastTick) >= s.every {
+		if s.cfg.OnInterval != nil && now-s.lastTick >= s.every {
 			s.tick(now)
 		}
 		if done != nil {
@@ -319,7 +321,7 @@ loop:
 			}
 		}
 		if n == 0 && !s.cfg.Spin {
-			err := s.dev.Wait(min(waitSlice, deadline.Sub(now)))
+			err := s.dev.Wait(min(waitSlice, deadline-now))
 			if err != nil && !errors.Is(err, netdev.ErrTimeout) {
 				runErr = err
 				break
@@ -329,12 +331,12 @@ loop:
 	return s.Result(), runErr
 }
 
-func (s *Sink) tick(now time.Time) {
+func (s *Sink) tick(now time.Duration) {
 	t := s.cnt.Totals()
 	kern := s.dev.Stats().Sub(s.st0).RxDropped[netdev.DropKernel]
 	iv := SinkInterval{
-		Elapsed:     now.Sub(s.start),
-		Seconds:     now.Sub(s.lastTick).Seconds(),
+		Elapsed:     now - s.start,
+		Seconds:     (now - s.lastTick).Seconds(),
 		Packets:     s.packets - s.lastPkts,
 		Bytes:       s.bytes - s.lastByte,
 		Reordered:   t.Reordered - s.lastReor,
@@ -369,7 +371,7 @@ func (s *Sink) Result() SinkResult {
 		Latency:     s.lat.Summary(),
 	}
 	if s.seen {
-		r.Seconds = s.last.Sub(s.first).Seconds()
+		r.Seconds = (s.last - s.first).Seconds()
 	}
 	r.PPS, r.Mbps = rates(r.Packets, r.Bytes, r.Seconds)
 	return r

@@ -246,16 +246,16 @@ func TestFrameTemplate(t *testing.T) {
 }
 
 func TestPacer(t *testing.T) {
-	start := time.Now()
-	p := newPacer(1000, start) // 1 ms per packet
-	now := start
-	deadline := start.Add(time.Second)
+	c := newClock()
+	p := newPacer(1000) // 1 ms per packet
+	var now time.Duration
 	sent := 0
-	for now.Sub(start) < 100*time.Millisecond {
-		now = p.wait(now, 1, deadline)
+	for now < 100*time.Millisecond {
+		now = p.wait(&c, now, 1, time.Second)
 		sent++
+		now = c.now()
 	}
-	el := time.Since(start)
+	el := c.now()
 	// The bucket never lets more out than the rate allows plus its depth.
 	if limit := int(el.Seconds()*1000) + int(pacerDepth/time.Millisecond) + 1; sent > limit {
 		t.Errorf("sent %d in %v at 1000/s, more than %d", sent, el, limit)
@@ -264,12 +264,12 @@ func TestPacer(t *testing.T) {
 		t.Errorf("sent %d in %v at 1000/s: the pacer slept far too long", sent, el)
 	}
 	// A wait never goes past the deadline.
-	p = newPacer(1, time.Now())
-	now = time.Now()
-	p.wait(now, 1, now)
-	t0 := time.Now()
-	p.wait(t0, 1, t0.Add(20*time.Millisecond))
-	if d := time.Since(t0); d > 500*time.Millisecond {
+	p = newPacer(1)
+	now = c.now()
+	p.wait(&c, now, 1, now)
+	t0 := c.now()
+	p.wait(&c, t0, 1, t0+20*time.Millisecond)
+	if d := c.now() - t0; d > 500*time.Millisecond {
 		t.Errorf("wait ran %v past a 20ms deadline", d)
 	}
 }

@@ -196,6 +196,11 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		p.line(fmt.Sprintf("%s echoed %d (%.0f pps)", secs(iv.Elapsed), iv.Echoed, iv.PPS),
 			echoIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Echoed: iv.Echoed, PPS: iv.PPS})
 	}
+	stopProfile, err := startProfile(f)
+	if err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
+	defer stopProfile()
 	ctx, stop := signalContext()
 	defer stop()
 	r, runErr := traffic.Echo(ctx, dev, cfg)
@@ -271,6 +276,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		p.line(fmt.Sprintf("%s %d iters, %.2f usec/iter, p50 = %.2f usec", secs(iv.Elapsed), iv.Iters, iv.UsecPerIter, us(iv.P50)),
 			pingpongIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Iters: iv.Iters, UsecPerIter: iv.UsecPerIter, P50: us(iv.P50)})
 	}
+	stopProfile, err := startProfile(f)
+	if err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
+	defer stopProfile()
 	ctx, stop := signalContext()
 	defer stop()
 	r, runErr := traffic.PingPong(ctx, dev, cfg)

@@ -228,6 +228,11 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: %w", err)
 	}
 	defer g.Close()
+	stopProfile, err := startProfile(f)
+	if err != nil {
+		return fmt.Errorf("pktgen: %w", err)
+	}
+	defer stopProfile()
 	ctx, stop := signalContext()
 	defer stop()
 	r, runErr := g.Run(ctx)

@@ -219,6 +219,11 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			sinkIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Seconds: iv.Seconds, Packets: iv.Packets, Bytes: iv.Bytes,
 				PPS: iv.PPS, Mbps: iv.Mbps, Lost: iv.Lost, Reordered: iv.Reordered, KernelDrops: iv.KernelDrops})
 	}
+	stopProfile, err := startProfile(f)
+	if err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	defer stopProfile()
 	ctx, stop := signalContext()
 	defer stop()
 	r, runErr := traffic.RunSinks(ctx, devs, cfg)

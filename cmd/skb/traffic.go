@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,16 +47,38 @@ interface), afxdp:IFNAME[:QUEUE] (AF_XDP on one queue, 0 by default)`
 
 // devFlags are the flags pktgen, sink and pingpong share.
 type devFlags struct {
-	dev    string
-	dstMAC string
-	src    string
-	asJSON bool
+	dev     string
+	dstMAC  string
+	src     string
+	asJSON  bool
+	profile string
 }
 
 func addDevFlags(cmd *cobra.Command, f *devFlags, devExtra string) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.dev, "dev", devUDP, devHelp+devExtra)
 	fs.BoolVar(&f.asJSON, "json", false, "print NDJSON: an object per interval, then one with \"type\":\"result\"")
+	fs.StringVar(&f.profile, "cpuprofile", "", "write a CPU profile of the run to FILE (for go tool pprof)")
+}
+
+// startProfile starts the CPU profile --cpuprofile asks for and returns
+// the function that stops it.
+func startProfile(f *devFlags) (func(), error) {
+	if f.profile == "" {
+		return func() {}, nil
+	}
+	out, err := os.Create(f.profile)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}, nil
 }
 
 // addSenderFlags adds the flags of commands that address packets.
