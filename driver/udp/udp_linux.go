@@ -40,7 +40,6 @@ type Device struct {
 	copybreak int
 	batch     int
 	busy      bool
-	busyPoll  time.Duration
 
 	gso       bool // UDP_SEGMENT in use now
 	gro       bool // UDP_GRO on
@@ -100,7 +99,6 @@ func open(cfg Config) (*Device, error) {
 		copybreak: cfg.CopybreakThreshold(),
 		batch:     cfg.BatchSize(),
 		busy:      cfg.BusyPoll > 0,
-		busyPoll:  cfg.BusyPoll,
 		done:      make(chan struct{}),
 	}
 	la, ra := cfg.Local.Addr(), cfg.Remote.Addr()
