@@ -1,0 +1,461 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/pool"
+)
+
+func TestSummarize(t *testing.T) {
+	tests := []struct {
+		vals                     []float64
+		median, min, max, stddev float64
+	}{
+		{[]float64{3}, 3, 3, 3, 0},
+		{[]float64{3, 1, 2}, 2, 1, 3, 1},
+		{[]float64{4, 1, 3, 2}, 2.5, 1, 4, math.Sqrt(5.0 / 3)},
+	}
+	for _, tc := range tests {
+		s := summarize(tc.vals)
+		if s.median != tc.median || s.min != tc.min || s.max != tc.max || math.Abs(s.stddev-tc.stddev) > 1e-9 {
+			t.Errorf("summarize(%v) = %+v, want median %v min %v max %v stddev %v", tc.vals, s, tc.median, tc.min, tc.max, tc.stddev)
+		}
+	}
+	if s := summarize(nil); s.median != 0 || len(s.values) != 0 {
+		t.Errorf("summarize(nil) = %+v", s)
+	}
+}
+
+// fakeExperiment has two metrics, a reference, a variant with targets, one
+// compared to a failed reference, and a failed one.
+func fakeExperiment() (Experiment, []variant, [][]sample, []error) {
+	x := Experiment{Name: "fake", Seed: "002", Title: "a fake", Metrics: []Metric{mPPS, mNs}}
+	vs := []variant{
+		{name: "a"},
+		{name: "b", ref: "a", targets: map[string]Target{mPPS.Name: {Min: 1.5}, mNs.Name: {Max: 50, Abs: true}}},
+		{name: "c", ref: "d"},
+		{name: "d", ref: "a"},
+	}
+	samples := [][]sample{
+		{{"pps": 100, "ns/pkt": 10}, {"pps": 110, "ns/pkt": 9}, {"pps": 90, "ns/pkt": 11}},
+		{{"pps": 200, "ns/pkt": 5}, {"pps": 210, "ns/pkt": 5}, {"pps": 190, "ns/pkt": 5}},
+		{{"pps": 100}},
+		nil,
+	}
+	errs := []error{nil, nil, nil, errors.New("boom\nsecond line")}
+	return x, vs, samples, errs
+}
+
+func TestRows(t *testing.T) {
+	x, vs, samples, errs := fakeExperiment()
+	rows := x.rows(vs, samples, errs)
+	type key struct{ v, m string }
+	got := map[key]Row{}
+	for _, r := range rows {
+		got[key{r.Variant, r.Metric}] = r
+	}
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 6: %+v", len(rows), rows)
+	}
+	a := got[key{"a", "pps"}]
+	if a.Value != 100 || a.Ratio == nil || *a.Ratio != 1 || a.Runs != 3 || a.Min != 90 || a.Max != 110 || a.Reference != "" || a.Better != "higher" {
+		t.Errorf("reference row %+v", a)
+	}
+	b := got[key{"b", "pps"}]
+	if b.Ratio == nil || *b.Ratio != 2 || b.Noise || b.Target != ">=1.50x" || b.Met == nil || !*b.Met {
+		t.Errorf("b pps %+v", b)
+	}
+	bn := got[key{"b", "ns/pkt"}]
+	if bn.Ratio == nil || *bn.Ratio != 0.5 || bn.Target != "<=50.00" || bn.Met == nil || !*bn.Met || bn.Better != "lower" {
+		t.Errorf("b ns %+v", bn)
+	}
+	if c := got[key{"c", "pps"}]; c.Ratio != nil || c.Runs != 1 {
+		t.Errorf("c, against a failed reference: %+v", c)
+	}
+	if _, ok := got[key{"c", "ns/pkt"}]; ok {
+		t.Error("c has a row for a metric it never measured")
+	}
+	d := got[key{"d", "pps"}]
+	if d.Error != "boom\nsecond line" || d.Runs != 0 || d.Samples == nil {
+		t.Errorf("failed variant %+v", d)
+	}
+}
+
+func TestNoise(t *testing.T) {
+	x := Experiment{Name: "n", Metrics: []Metric{mPPS}}
+	vs := []variant{{name: "a"}, {name: "b", ref: "a"}, {name: "c", ref: "a"}}
+	samples := [][]sample{
+		{{"pps": 100}, {"pps": 120}},
+		{{"pps": 110}, {"pps": 130}}, // overlaps a
+		{{"pps": 200}, {"pps": 210}}, // clear of a
+	}
+	rows := x.rows(vs, samples, make([]error, 3))
+	if !rows[1].Noise || rows[2].Noise || rows[0].Noise {
+		t.Errorf("noise flags %v %v %v, want false true false", rows[0].Noise, rows[1].Noise, rows[2].Noise)
+	}
+	if s := RatioString(rows[1]); s != "~1.09x" {
+		t.Errorf("RatioString = %q", s)
+	}
+}
+
+func TestTargetString(t *testing.T) {
+	tests := []struct {
+		t    Target
+		want string
+		v    float64
+		ok   bool
+	}{
+		{Target{Min: 0.9}, ">=0.90x", 0.95, true},
+		{Target{Min: 0.9}, ">=0.90x", 0.85, false},
+		{Target{Max: 1.05}, "<=1.05x", 1.06, false},
+		{Target{Max: 0.01, Abs: true}, "<=0.01", 0, true},
+		{Target{Min: 1, Max: 2}, "1..2x", 1.5, true},
+		{Target{Min: 1}, ">=1.00x", math.NaN(), false},
+	}
+	for _, tc := range tests {
+		if s := tc.t.String(); s != tc.want {
+			t.Errorf("%+v.String() = %q, want %q", tc.t, s, tc.want)
+		}
+		if ok := tc.t.check(tc.v); ok != tc.ok {
+			t.Errorf("%+v.check(%v) = %v", tc.t, tc.v, ok)
+		}
+	}
+}
+
+func TestFormatValue(t *testing.T) {
+	tests := []struct {
+		v    float64
+		unit string
+		want string
+	}{
+		{274000, "pps", "274.0 kpps"},
+		{16.6e6, "pps", "16.60 Mpps"},
+		{812, "pps", "812 pps"},
+		{52.34, "us", "52.34 us"},
+		{3021.7, "ns/pkt", "3022 ns/pkt"},
+		{0, "allocs/pkt", "0.0000 allocs/pkt"},
+		{4.912, "us", "4.912 us"},
+		{math.NaN(), "us", "-"},
+	}
+	for _, tc := range tests {
+		if got := FormatValue(tc.v, tc.unit); got != tc.want {
+			t.Errorf("FormatValue(%v, %q) = %q, want %q", tc.v, tc.unit, got, tc.want)
+		}
+	}
+}
+
+func TestParseFigures(t *testing.T) {
+	out := "xsk rx ready\nRECV cpu_user=0.120 cpu_sys=1.900 nvcsw=12 dgrams=1096000 calls=17125 secs=4.000 pps=274012 per_call=64.00 mode=drv\nXSKSTAT rx_dropped=0\n"
+	f, err := parseFigures(out, "RECV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f["pps"] != 274012 || f["dgrams"] != 1096000 || f["cpu_sys"] != 1.9 {
+		t.Errorf("figures %v", f)
+	}
+	if _, ok := f["mode"]; ok {
+		t.Error("a word value was taken as a number")
+	}
+	if _, err := parseFigures("SEND FAILED step=open errno=16", "RECV"); !errors.Is(err, ErrNoResult) {
+		t.Errorf("missing line: %v, want ErrNoResult", err)
+	}
+}
+
+func TestSelection(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want []string // nil: an error wrapping ErrConfig
+	}{
+		{"default", Options{}, []string{"burst", "doorbell", "copybreak", "copybreak-mem", "clone", "clone-mem", "alloc", "headroom", "headroom-mem", "udpconn"}},
+		{"only, catalog order", Options{Only: []string{"udpconn", " burst", "burst"}}, []string{"burst", "udpconn"}},
+		{"ref", Options{RefDir: "x"}, []string{"burst", "doorbell", "copybreak", "copybreak-mem", "clone", "clone-mem", "alloc", "headroom", "headroom-mem", "udpconn", "c-udp", "c-pingpong"}},
+		{"lab", Options{Lab: true, Only: []string{"afxdp-tx"}}, []string{"afxdp-tx"}},
+		{"unknown", Options{Only: []string{"nope"}}, nil},
+		{"lab without --lab", Options{Only: []string{"afxdp"}}, nil},
+		{"ref without --ref", Options{Only: []string{"c-udp"}}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			xs, err := tc.opts.selection()
+			if tc.want == nil {
+				if !errors.Is(err, ErrConfig) {
+					t.Fatalf("err %v, want ErrConfig", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, x := range xs {
+				names = append(names, x.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("selected %v, want %v", names, tc.want)
+			}
+		})
+	}
+	lab := 0
+	for _, x := range Experiments() {
+		if x.Lab {
+			lab++
+		}
+		if len(x.Metrics) == 0 || x.Title == "" || x.Shows == "" {
+			t.Errorf("experiment %s lacks metrics, title or description", x.Name)
+		}
+	}
+	if lab == 0 {
+		t.Error("no lab experiments")
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, o := range []Options{
+		{Duration: -time.Second},
+		{Duration: 2 * MaxDuration},
+		{Runs: -1},
+		{SenderCPU: 1 << 20, ReceiverCPU: 1},
+		{Only: []string{"nope"}},
+	} {
+		if _, err := Run(context.Background(), o); !errors.Is(err, ErrConfig) {
+			t.Errorf("Run(%+v) = %v, want ErrConfig", o, err)
+		}
+	}
+	if _, err := Run(context.Background(), Options{RefDir: t.TempDir(), Only: []string{"c-udp"}}); !errors.Is(err, ErrNoRef) {
+		t.Errorf("empty ref dir: %v, want ErrNoRef", err)
+	}
+}
+
+func fakeReport() *Report {
+	x, vs, samples, errs := fakeExperiment()
+	return &Report{
+		Start: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), Duration: time.Second, Runs: 3,
+		Machine:     Machine{CPUs: 2, CPU: "AMD EPYC", Kernel: "Linux 6.18", GoVersion: "go1.26", Load: "0.1 0.2 0.3"},
+		Experiments: []Experiment{x},
+		Rows:        x.rows(vs, samples, errs),
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, fakeReport()); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"machine: 2 x AMD EPYC, Linux 6.18, go1.26, load 0.1 0.2 0.3",
+		"EXPERIMENT  VARIANT  METRIC  MEDIAN",
+		"# fake (seed 002): a fake",
+		"fake        a        pps     100 pps",
+		"2.00x",
+		">=1.50x ok",
+		"error: boom",
+		"6 rows",
+		"1 failed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "second line") {
+		t.Errorf("an error's second line was printed:\n%s", out)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, fakeReport()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("%d lines, want 6:\n%s", len(lines), buf.String())
+	}
+	for i, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %d: %v: %s", i, err, l)
+		}
+		for _, k := range []string{"experiment", "variant", "metric", "value", "unit", "ratio", "runs", "min", "max", "stddev", "samples", "better"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("line %d lacks %q: %s", i, k, l)
+			}
+		}
+	}
+	var r Row
+	if err := json.Unmarshal([]byte(lines[2]), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Variant != "b" || r.Ratio == nil || *r.Ratio != 2 || r.Met == nil || !*r.Met || r.Target != ">=1.50x" {
+		t.Errorf("row b: %+v", r)
+	}
+}
+
+func TestWritePlots(t *testing.T) {
+	dir := t.TempDir()
+	files, err := WritePlots(dir, fakeReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || files[0] != filepath.Join(dir, "fake.png") {
+		t.Fatalf("files %v", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Errorf("%s is not a PNG", files[0])
+	}
+}
+
+func TestHeapAlloc(t *testing.T) {
+	p, err := pool.New(pool.Config{Name: "test heap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := p.NewCache()
+	defer c.Close()
+	h := newHeapAlloc(skbHeadroom)
+	for i := range 3 {
+		b, err := h.Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Headroom() != skbHeadroom || b.Tailroom() != 64 {
+			t.Fatalf("headroom %d tailroom %d", b.Headroom(), b.Tailroom())
+		}
+		copy(b.Put(64), "payload")
+		if i == 1 {
+			b.Free()
+		} else {
+			c.Free(b) // as a driver frees: into its cache, which sends it home
+		}
+	}
+	if len(h.bufs) != 1 || len(h.shared) != 1 {
+		t.Errorf("free lists %d %d, want 1 1 (reused)", len(h.bufs), len(h.shared))
+	}
+	if p.Stats().InFlight() != 0 {
+		t.Errorf("the pool counts %d in flight", p.Stats().InFlight())
+	}
+}
+
+func TestEncapsulator(t *testing.T) {
+	for _, hr := range []int{skbHeadroom, 0} {
+		p, err := headroomPool(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.NewCache()
+		enc := newEncapsulator(c)
+		b, err := c.Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(b.Put(64), "inner")
+		if err := enc.push(b); err != nil {
+			t.Fatal(err)
+		}
+		if b.Len() != 64+EncapLen || string(b.Data()[EncapLen:EncapLen+5]) != "inner" || b.Data()[0] != 0x45 {
+			t.Errorf("headroom %d: len %d, data % x", hr, b.Len(), b.Data()[:8])
+		}
+		want := uint64(0)
+		if hr == 0 {
+			want = 1
+		}
+		if enc.reallocs != want {
+			t.Errorf("headroom %d: %d reallocations, want %d", hr, enc.reallocs, want)
+		}
+		c.Free(b)
+		c.Close()
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestRunMemring runs the hermetic experiments briefly and checks the shape
+// of their rows: every variant and metric, the references at 1.
+func TestRunMemring(t *testing.T) {
+	only := []string{"doorbell", "copybreak-mem", "clone-mem", "headroom-mem"}
+	var progress int
+	rep, err := Run(context.Background(), Options{
+		Duration: 20 * time.Millisecond, Runs: 2, Only: only,
+		Progress: func(string) { progress++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, rep, only)
+	if progress == 0 {
+		t.Error("no progress lines")
+	}
+	for _, r := range rep.Rows {
+		switch {
+		case r.Experiment == "headroom-mem" && r.Variant == "headroom 0" && r.Metric == "reallocs/pkt" && r.Value != 1,
+			r.Experiment == "headroom-mem" && r.Variant == "headroom 128" && r.Metric == "reallocs/pkt" && r.Value != 0,
+			r.Experiment == "copybreak-mem" && r.Variant == "64 B, copybreak on" && r.Metric == "held B/pkt" && r.Value != pool.SmallSize,
+			r.Experiment == "copybreak-mem" && r.Variant == "64 B, copybreak off" && r.Metric == "held B/pkt" && r.Value != pool.FrameSize:
+			t.Errorf("row %s / %s / %s = %v", r.Experiment, r.Variant, r.Metric, r.Value)
+		}
+	}
+}
+
+// checkRows checks that rep has rows for every variant and metric of the
+// named experiments, with no error, a value, and references at ratio 1.
+func checkRows(t *testing.T, rep *Report, only []string) {
+	t.Helper()
+	if len(rep.Experiments) != len(only) {
+		t.Errorf("%d experiments ran, want %d", len(rep.Experiments), len(only))
+	}
+	if f := rep.Failed(); len(f) > 0 {
+		for _, r := range f {
+			t.Errorf("%s / %s failed: %s", r.Experiment, r.Variant, r.Error)
+		}
+	}
+	seen := map[string]int{}
+	for _, r := range rep.Rows {
+		seen[r.Experiment]++
+		if r.Error != "" {
+			continue
+		}
+		if r.Runs == 0 || len(r.Samples) != r.Runs || math.IsNaN(r.Value) {
+			t.Errorf("%s / %s / %s: %d runs, samples %v", r.Experiment, r.Variant, r.Metric, r.Runs, r.Samples)
+		}
+		if r.Reference == "" && (r.Ratio == nil || *r.Ratio != 1) {
+			t.Errorf("%s / %s / %s: a reference with ratio %v", r.Experiment, r.Variant, r.Metric, r.Ratio)
+		}
+	}
+	for _, x := range rep.Experiments {
+		if seen[x.Name] < 2*len(x.Metrics) {
+			t.Errorf("%s: %d rows, want at least %d", x.Name, seen[x.Name], 2*len(x.Metrics))
+		}
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	rep, err := Run(ctx, Options{Duration: time.Second, Only: []string{"doorbell", "headroom-mem"}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want context.Canceled", err)
+	}
+	if rep == nil {
+		t.Fatal("no report")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a cancelled run took %v", d)
+	}
+}

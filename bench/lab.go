@@ -1,0 +1,297 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/skbdev/skb/driver/afpacket"
+	"github.com/skbdev/skb/driver/afxdp"
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/lab"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/traffic"
+)
+
+// labPort is the UDP port the lab runs send to: the C references' default.
+const labPort = 9000
+
+// labEnv is the lab a run made: side A (198.18.0.1) sends, side B
+// (198.18.0.2) receives.
+type labEnv struct {
+	l     *lab.Lab
+	frame header.UDPFrame
+}
+
+// newLabEnv makes a lab with a generated name. It returns an error wrapping
+// ErrNeedRoot when the process may not.
+func newLabEnv() (*labEnv, error) {
+	if err := lab.Privileged(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNeedRoot, err)
+	}
+	_, _ = lab.Cleanup() // labs of killed runs
+	l, err := lab.New(lab.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("bench: make the lab: %w", err)
+	}
+	src, _ := header.MACFrom(lab.MACA)
+	dst, _ := header.MACFrom(lab.MACB)
+	return &labEnv{l: l, frame: header.UDPFrame{
+		Source: src, Destination: dst,
+		SourceIP: lab.AddrA, DestinationIP: lab.AddrB,
+		SourcePort: 12345, DestinationPort: labPort,
+	}}, nil
+}
+
+func (le *labEnv) close() error { return le.l.Close() }
+
+// errNoLab is the error of a lab variant run without a lab.
+var errNoLab = fmt.Errorf("%w: no lab (run with --lab)", ErrConfig)
+
+// openIn opens a device with open on a thread in h's namespace: the socket
+// lives there from then on, whichever thread uses it.
+func openIn[D any](h *lab.Host, open func() (D, error)) (D, error) {
+	var d D
+	err := h.Do(func() error {
+		var err error
+		d, err = open()
+		return err
+	})
+	return d, err
+}
+
+// afpacketRun returns a run of skb's AF_PACKET pktgen on A into skb's
+// AF_PACKET sink on B, or into the C receiver afp_recv when cRecv.
+func afpacketRun(burst int, cRecv bool) func(context.Context, *env) (sample, error) {
+	return func(ctx context.Context, e *env) (sample, error) {
+		le := e.lab
+		if le == nil {
+			return nil, errNoLab
+		}
+		tx, err := openIn(&le.l.A, func() (*afpacket.Device, error) {
+			return afpacket.Open(afpacket.Config{Ifname: le.l.A.Ifname, TxOnly: true})
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Close()
+		frame := le.frame
+		gen := traffic.PktgenConfig{Frame: &frame, Size: 64, Burst: burst}
+		if cRecv {
+			recv, err := e.startC(ctx, e.receiver, &le.l.B, "afp_recv",
+				"-i", le.l.B.Ifname, "-I", "300", "-t", secsArg(e.dur+5*time.Second))
+			if err != nil {
+				return nil, err
+			}
+			defer recv.stop()
+			time.Sleep(cReady)
+			r, err := runFlow(ctx, e, flowSpec{tx: tx, gen: gen})
+			if err != nil {
+				return nil, err
+			}
+			out, err := recv.wait(6 * time.Second)
+			if err != nil {
+				return nil, err
+			}
+			rf, err := parseFigures(out, "RECV")
+			if err != nil {
+				return nil, err
+			}
+			s := r.sample()
+			s[mRxPPS.Name] = rf["pps"]
+			return s, nil
+		}
+		rx, err := openIn(&le.l.B, func() (*afpacket.Device, error) {
+			return afpacket.Open(afpacket.Config{Ifname: le.l.B.Ifname, Protocol: 0x0800})
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer rx.Close()
+		r, err := runFlow(ctx, e, flowSpec{
+			tx: tx, rx: rx, gen: gen,
+			sink:    traffic.SinkConfig{Link: true, Port: labPort},
+			rxCount: func() uint64 { return rx.Stats().RxPackets },
+		})
+		if err != nil {
+			return nil, err
+		}
+		return r.sample(), nil
+	}
+}
+
+// afxdpTxRun returns a run of skb's AF_XDP pktgen on A alone (B's kernel
+// stack takes the frames), with burst descriptors per kick.
+func afxdpTxRun(burst int) func(context.Context, *env) (sample, error) {
+	return func(ctx context.Context, e *env) (sample, error) {
+		le := e.lab
+		if le == nil {
+			return nil, errNoLab
+		}
+		tx, err := openIn(&le.l.A, func() (*afxdp.Device, error) {
+			return afxdp.Open(le.l.A.Ifname, 0, afxdp.Config{TxOnly: true})
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Close()
+		frame := le.frame
+		r, err := runFlow(ctx, e, flowSpec{tx: tx, gen: traffic.PktgenConfig{Frame: &frame, Size: 64, Burst: burst}})
+		if err != nil {
+			return nil, err
+		}
+		return r.sample(), nil
+	}
+}
+
+// afxdpRun returns a run of skb's AF_XDP pktgen on A (burst 64) into skb's
+// AF_XDP sink on B (WaitSleep: 50 us naps when the ring is empty), with B's
+// NAPI threaded or not.
+func afxdpRun(threaded bool) func(context.Context, *env) (sample, error) {
+	return func(ctx context.Context, e *env) (sample, error) {
+		le := e.lab
+		if le == nil {
+			return nil, errNoLab
+		}
+		rx, err := openIn(&le.l.B, func() (*afxdp.Device, error) {
+			return afxdp.Open(le.l.B.Ifname, 0, afxdp.Config{Wait: afxdp.WaitSleep})
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer rx.Close()
+		if threaded {
+			if err := le.l.SetThreaded(true); err != nil {
+				return nil, err
+			}
+			defer le.l.SetThreaded(false)
+		}
+		tx, err := openIn(&le.l.A, func() (*afxdp.Device, error) {
+			return afxdp.Open(le.l.A.Ifname, 0, afxdp.Config{TxOnly: true})
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Close()
+		frame := le.frame
+		r, err := runFlow(ctx, e, flowSpec{
+			tx: tx, rx: rx,
+			gen:     traffic.PktgenConfig{Frame: &frame, Size: 64, Burst: 64},
+			sink:    traffic.SinkConfig{Link: true, Port: labPort},
+			rxCount: func() uint64 { return rx.Stats().RxPackets },
+		})
+		if err != nil {
+			return nil, err
+		}
+		return r.sample(), nil
+	}
+}
+
+// cAFPacketRun runs afp_send -m mmsg -b 64 on A into afp_recv on B.
+func cAFPacketRun(ctx context.Context, e *env) (sample, error) {
+	le := e.lab
+	if le == nil {
+		return nil, errNoLab
+	}
+	recv, err := e.startC(ctx, e.receiver, &le.l.B, "afp_recv",
+		"-i", le.l.B.Ifname, "-I", "300", "-t", secsArg(e.dur+5*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer recv.stop()
+	time.Sleep(cReady)
+	send, err := e.startC(ctx, e.sender, &le.l.A, "afp_send",
+		"-i", le.l.A.Ifname, "-D", lab.MACB.String(), "-m", "mmsg", "-b", "64", "-s", "64", "-t", secsArg(e.dur))
+	if err != nil {
+		return nil, err
+	}
+	sout, serr := send.wait(e.dur + 10*time.Second)
+	rout, rerr := recv.wait(6 * time.Second)
+	if err := errors.Join(serr, rerr); err != nil {
+		return nil, err
+	}
+	return cFigures(sout, rout)
+}
+
+// cXskRetries is how many times a C AF_XDP program is started again when
+// it could not bind (EBUSY for a few milliseconds after the last socket on
+// the queue closed).
+const cXskRetries = 5
+
+// runXsk runs a C AF_XDP sender to completion, starting it again when its
+// open failed, and returns its output.
+func runXsk(ctx context.Context, e *env, name string, args ...string) (string, error) {
+	var out string
+	var err error
+	for try := 0; try < cXskRetries; try++ {
+		var p *cProc
+		if p, err = e.startC(ctx, e.sender, &e.lab.l.A, name, args...); err != nil {
+			return "", err
+		}
+		out, err = p.wait(e.dur + 10*time.Second)
+		if !strings.Contains(out, "FAILED step=open") || ctx.Err() != nil {
+			return out, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return out, fmt.Errorf("%s: %s", name, oneLine(out))
+}
+
+// cXskTxRun returns a run of xsk_tx -k k on A, transmit only.
+func cXskTxRun(k int) func(context.Context, *env) (sample, error) {
+	return func(ctx context.Context, e *env) (sample, error) {
+		le := e.lab
+		if le == nil {
+			return nil, errNoLab
+		}
+		out, err := runXsk(ctx, e, "xsk_tx", "-i", le.l.A.Ifname, "-D", lab.MACB.String(),
+			"-s", "64", "-k", fmt.Sprint(k), "-t", secsArg(e.dur))
+		if err != nil {
+			return nil, err
+		}
+		f, err := parseFigures(out, "SEND")
+		if err != nil {
+			return nil, err
+		}
+		return sample{mTxPPS.Name: f["pps"]}, nil
+	}
+}
+
+// cXskRun runs xsk_tx -k 64 on A into xsk_rx -w usleep:50 on B.
+func cXskRun(ctx context.Context, e *env) (sample, error) {
+	le := e.lab
+	if le == nil {
+		return nil, errNoLab
+	}
+	var recv *cProc
+	var err error
+	for try := 0; ; try++ {
+		recv, err = e.startC(ctx, e.receiver, &le.l.B, "xsk_rx",
+			"-i", le.l.B.Ifname, "-w", "usleep:50", "-I", "300", "-t", secsArg(e.dur+5*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		if recv.waitStderr("ready", 3*time.Second) {
+			break
+		}
+		out, _ := recv.wait(time.Second)
+		if try == cXskRetries || ctx.Err() != nil {
+			return nil, fmt.Errorf("xsk_rx did not get ready: %s", oneLine(strings.TrimSpace(out+" "+recv.err.String())))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	defer recv.stop()
+	sout, serr := runXsk(ctx, e, "xsk_tx", "-i", le.l.A.Ifname, "-D", lab.MACB.String(),
+		"-s", "64", "-k", "64", "-t", secsArg(e.dur))
+	rout, rerr := recv.wait(6 * time.Second)
+	if err := errors.Join(serr, rerr); err != nil {
+		return nil, err
+	}
+	return cFigures(sout, rout)
+}
+
+// labNetdev is a compile-time check that the lab's devices are netdev
+// devices, as the engines need.
+var _ = []netdev.Device{(*afpacket.Device)(nil), (*afxdp.Device)(nil)}

@@ -1,0 +1,23 @@
+//go:build !linux
+
+package bench
+
+import (
+	"os/exec"
+	"time"
+)
+
+// pinned runs fn on a goroutine of its own; CPU pinning and thread CPU time
+// are Linux only (the time sent is 0).
+func pinned(cpu int, fn func()) <-chan time.Duration {
+	ch := make(chan time.Duration, 1)
+	go func() {
+		fn()
+		ch <- 0
+	}()
+	return ch
+}
+
+func pinArgv(cpu int, argv []string) []string { return argv }
+
+func startPinned(cpu int, cmd *exec.Cmd) error { return cmd.Start() }

@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skbdev/skb/lab"
+)
+
+// The C reference programs Run uses, by what they need.
+var (
+	refPrograms    = []string{"udp_send", "udp_recv", "pingpong"}
+	refLabPrograms = []string{"afp_send", "afp_recv", "xsk_tx", "xsk_rx"}
+)
+
+// checkRefDir returns an error wrapping ErrNoRef unless dir holds the
+// programs the run needs, executable.
+func checkRefDir(dir string, withLab bool) error {
+	progs := refPrograms
+	if withLab {
+		progs = append(append([]string{}, progs...), refLabPrograms...)
+	}
+	var missing []string
+	for _, p := range progs {
+		fi, err := os.Stat(filepath.Join(dir, p))
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w in %s: missing %s", ErrNoRef, dir, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// parseFigures finds the first line of out whose first word is word and
+// returns its key=value pairs whose values are numbers, as the C reference
+// programs print them ("RECV ... pps=274000 ...").
+func parseFigures(out, word string) (map[string]float64, error) {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != word {
+			continue
+		}
+		m := map[string]float64{}
+		for _, kv := range f[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				continue
+			}
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				m[k] = x
+			}
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("%w: no %s line in %q", ErrNoResult, word, oneLine(strings.TrimSpace(out)))
+}
+
+// cProc is a C reference program running, pinned to a CPU.
+type cProc struct {
+	name     string
+	cmd      *exec.Cmd
+	out, err lockedBuffer
+	done     chan struct{}
+	waitErr  error
+}
+
+// lockedBuffer is a bytes.Buffer safe for the writes of exec's copying
+// goroutine and the reads of the caller.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startC starts the reference program name from e's reference directory on
+// cpu, inside host's namespace when host is not nil. It is killed when ctx
+// is done.
+func (e *env) startC(ctx context.Context, cpu int, host *lab.Host, name string, args ...string) (*cProc, error) {
+	argv := pinArgv(cpu, append([]string{filepath.Join(e.refDir, name)}, args...))
+	var cmd *exec.Cmd
+	if host != nil {
+		cmd = host.Cmd(argv[0], argv[1:]...)
+	} else {
+		cmd = exec.Command(argv[0], argv[1:]...)
+	}
+	p := &cProc{name: name, cmd: cmd, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &p.out, &p.err
+	if err := startPinned(cpu, cmd); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			p.kill()
+		case <-p.done:
+		}
+	}()
+	return p, nil
+}
+
+// kill stops the program (SIGKILL) if it still runs.
+func (p *cProc) kill() {
+	select {
+	case <-p.done:
+	default:
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// wait waits up to timeout for the program to exit, killing it then, and
+// returns its standard output; the error says how it failed, with its
+// standard error.
+func (p *cProc) wait(timeout time.Duration) (string, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		p.kill()
+		<-p.done
+		return p.out.String(), fmt.Errorf("%s did not finish within %v", p.name, timeout)
+	}
+	if p.waitErr != nil {
+		msg := strings.TrimSpace(p.err.String() + " " + p.out.String())
+		return p.out.String(), fmt.Errorf("%s: %w: %s", p.name, p.waitErr, oneLine(msg))
+	}
+	return p.out.String(), nil
+}
+
+// stop kills the program and waits for it (a server that runs until
+// killed).
+func (p *cProc) stop() {
+	p.kill()
+	<-p.done
+}
+
+// waitStderr waits up to timeout until the program's standard error
+// contains s (a "ready" line), and reports whether it did.
+func (p *cProc) waitStderr(s string, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if strings.Contains(p.err.String(), s) {
+			return true
+		}
+		select {
+		case <-p.done:
+			return false
+		default:
+		}
+	}
+	return false
+}
+
+// freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
+func freeUDPPort() (string, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	return strconv.Itoa(c.LocalAddr().(*net.UDPAddr).Port), nil
+}
+
+// secsArg formats d as a C program's seconds argument.
+func secsArg(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
+
+// cReady is how long a C receiver is given to bind before its sender
+// starts, when it prints nothing to say it is ready.
+const cReady = 150 * time.Millisecond
+
+// cUDPRun runs udp_recv (receiver CPU) and udp_send (sender CPU) over
+// loopback for e.dur with the given extra flags, and returns their pps.
+func cUDPRun(ctx context.Context, e *env, sendArgs, recvArgs []string) (sample, error) {
+	port, err := freeUDPPort()
+	if err != nil {
+		return nil, err
+	}
+	recv, err := e.startC(ctx, e.receiver, nil, "udp_recv",
+		append([]string{"-a", "127.0.0.1", "-p", port, "-i", "300", "-t", secsArg(e.dur + 5*time.Second)}, recvArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer recv.stop()
+	time.Sleep(cReady)
+	send, err := e.startC(ctx, e.sender, nil, "udp_send",
+		append([]string{"-d", "127.0.0.1", "-p", port, "-t", secsArg(e.dur)}, sendArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	sout, serr := send.wait(e.dur + 10*time.Second)
+	rout, rerr := recv.wait(6 * time.Second)
+	if err := errors.Join(serr, rerr); err != nil {
+		return nil, err
+	}
+	return cFigures(sout, rout)
+}
+
+// cFigures returns the tx and rx pps of a C sender's and receiver's output.
+func cFigures(sendOut, recvOut string) (sample, error) {
+	sf, err := parseFigures(sendOut, "SEND")
+	if err != nil {
+		return nil, err
+	}
+	rf, err := parseFigures(recvOut, "RECV")
+	if err != nil {
+		return nil, err
+	}
+	if rf["pps"] == 0 {
+		return nil, fmt.Errorf("%w: the C receiver counted nothing", ErrNoResult)
+	}
+	return sample{"tx pps": sf["pps"], "rx pps": rf["pps"]}, nil
+}
+
+// cPingRun runs the C pingpong server (receiver CPU) and client (sender
+// CPU) over loopback, iters round trips of 64 bytes, blocking or
+// busy-polling (-y on both sides).
+func cPingRun(ctx context.Context, e *env, iters int, busy bool) (sample, error) {
+	port, err := freeUDPPort()
+	if err != nil {
+		return nil, err
+	}
+	sargs := []string{"-S", "-p", port}
+	cargs := []string{"-c", "-d", "127.0.0.1", "-p", port, "-n", strconv.Itoa(iters), "-s", "64"}
+	if busy {
+		sargs = append(sargs, "-y")
+		cargs = append(cargs, "-y")
+	}
+	srv, err := e.startC(ctx, e.receiver, nil, "pingpong", sargs...)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	time.Sleep(cReady)
+	cli, err := e.startC(ctx, e.sender, nil, "pingpong", cargs...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := cli.wait(4*e.dur + 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	f, err := parseFigures(out, "PINGPONG")
+	if err != nil {
+		return nil, err
+	}
+	return sample{"p50": f["p50_us"], "p99": f["p99_us"], "mean": f["mean_us"]}, nil
+}

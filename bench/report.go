@@ -1,0 +1,186 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// FormatValue formats v in unit as the table prints it: packet rates with k
+// and M (10^3, 10^6), others with three or four significant digits and the
+// unit.
+func FormatValue(v float64, unit string) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	switch unit {
+	case "pps":
+		switch a := math.Abs(v); {
+		case a >= 1e6:
+			return fmt.Sprintf("%.2f Mpps", v/1e6)
+		case a >= 1e3:
+			return fmt.Sprintf("%.1f kpps", v/1e3)
+		}
+		return fmt.Sprintf("%.0f pps", v)
+	case "allocs/pkt":
+		return fmt.Sprintf("%.4f %s", v, unit)
+	}
+	return num(v) + " " + unit
+}
+
+// num formats v with about four significant digits, without an exponent.
+func num(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1000 || a == 0:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// spread formats a row's minimum and maximum in its unit.
+func spread(r Row) string {
+	if r.Runs < 2 {
+		return ""
+	}
+	lo, hi := FormatValue(r.Min, r.Unit), FormatValue(r.Max, r.Unit)
+	// Print the unit once: "280.1-290.2 kpps".
+	if i, j := strings.LastIndexByte(lo, ' '), strings.LastIndexByte(hi, ' '); i > 0 && j > 0 && lo[i:] == hi[j:] {
+		return lo[:i] + "-" + hi
+	}
+	return lo + " - " + hi
+}
+
+// RatioString formats a row's ratio as the table prints it: "1.06x", with
+// "~" in front when the runs of the two variants overlap (within noise),
+// or "-" when undefined.
+func RatioString(r Row) string {
+	if r.Ratio == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%.2fx", *r.Ratio)
+	if *r.Ratio >= 100 {
+		s = fmt.Sprintf("%.0fx", *r.Ratio)
+	}
+	if r.Noise {
+		s = "~" + s
+	}
+	return s
+}
+
+// WriteTable writes rep as a text table: a header naming the machine and the
+// settings, then one line per row, grouped by experiment, each experiment
+// introduced by its title. Rows with a target end with "ok" or "MISSED"; a
+// ratio marked "~" lies within the spread of the runs.
+func WriteTable(w io.Writer, rep *Report) error {
+	m := rep.Machine
+	fmt.Fprintf(w, "skb bench: medians of %d runs of %v each, variants interleaved; ratio = median / median of the reference (vs)\n",
+		rep.Runs, rep.Duration)
+	fmt.Fprintf(w, "machine: %d x %s, %s, %s, load %s; %s\n", m.CPUs, m.CPU, m.Kernel, m.GoVersion, m.Load,
+		rep.Start.Format("2006-01-02 15:04 MST"))
+	header := []string{"EXPERIMENT", "VARIANT", "METRIC", "MEDIAN", "RATIO", "VS", "RUNS", "MIN-MAX", "TARGET"}
+	type line struct {
+		title string
+		cells []string
+	}
+	var lines []line
+	last := ""
+	for _, r := range rep.Rows {
+		if r.Experiment != last {
+			last = r.Experiment
+			lines = append(lines, line{title: experimentTitle(rep, r.Experiment)})
+		}
+		if r.Error != "" {
+			lines = append(lines, line{cells: []string{r.Experiment, r.Variant, r.Metric, "error: " + oneLine(r.Error)}})
+			continue
+		}
+		vs := r.Reference
+		if vs == "" {
+			vs = "(ref)"
+		}
+		target := ""
+		if r.Target != "" {
+			target = r.Target
+			if r.Met != nil && *r.Met {
+				target += " ok"
+			} else {
+				target += " MISSED"
+			}
+		}
+		lines = append(lines, line{cells: []string{r.Experiment, r.Variant, r.Metric,
+			FormatValue(r.Value, r.Unit), RatioString(r), vs, fmt.Sprint(r.Runs), spread(r), target}})
+	}
+	width := make([]int, len(header))
+	for i, h := range header {
+		width[i] = len(h)
+	}
+	for _, l := range lines {
+		for i, c := range l.cells {
+			if i < len(l.cells)-1 || len(l.cells) == len(header) {
+				width[i] = max(width[i], len(c))
+			}
+		}
+	}
+	put := func(cells []string) {
+		var sb strings.Builder
+		for i, c := range cells {
+			if i == len(cells)-1 {
+				sb.WriteString(c)
+				break
+			}
+			sb.WriteString(c)
+			sb.WriteString(strings.Repeat(" ", width[i]-len(c)+2))
+		}
+		fmt.Fprintln(w, strings.TrimRight(sb.String(), " "))
+	}
+	put(header)
+	for _, l := range lines {
+		if l.title != "" {
+			fmt.Fprintf(w, "\n# %s\n", l.title)
+			continue
+		}
+		put(l.cells)
+	}
+	fmt.Fprintf(w, "\n%d rows in %.0f s", len(rep.Rows), rep.Elapsed.Seconds())
+	if f := rep.Failed(); len(f) > 0 {
+		fmt.Fprintf(w, ", %d failed", len(f))
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// experimentTitle returns the title line of the experiment called name.
+func experimentTitle(rep *Report, name string) string {
+	for _, x := range rep.Experiments {
+		if x.Name == name {
+			if x.Seed != "" {
+				return name + " (seed " + x.Seed + "): " + x.Title
+			}
+			return name + ": " + x.Title
+		}
+	}
+	return name
+}
+
+// oneLine cuts s at its first newline.
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// WriteJSON writes rep's rows as NDJSON: one JSON object per line, with the
+// fields of Row (experiment, variant, metric, value, unit, ratio, ...).
+func WriteJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rep.Rows {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
