@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skbdev/skb/bench"
+)
+
+func init() { rootCmd.AddCommand(benchCmd()) }
+
+// benchOpts are the flags of skb bench.
+type benchOpts struct {
+	duration time.Duration
+	runs     int
+	only     []string
+	lab      bool
+	ref      string
+	asJSON   bool
+	plot     string
+	cpus     string
+	list     bool
+	quiet    bool
+}
+
+func benchCmd() *cobra.Command {
+	o := &benchOpts{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run the experiments: each seed's switch on and off, measured in one run, with ratios",
+		Long: `bench runs skb's experiments: for each of the five seeds (and a few claims of
+the product) a set of variants measured in one run, interleaved (A B A B) so
+that drift hits all of them, and prints for each variant the median of its
+runs and its ratio to its reference variant. A ratio marked ~ lies within the
+spread of the runs. Without flags it runs on loopback and in memory, needs no
+privileges, and takes about a minute on two CPUs.
+
+--lab (root) adds AF_PACKET and AF_XDP experiments in a two-namespace veth lab
+that bench makes and removes. --ref DIR runs the C reference programs found in
+DIR beside skb on the same paths.`,
+		Example: `  skb bench
+  skb bench --only burst,copybreak --runs 5 --duration 2s
+  skb bench --json > bench.ndjson
+  sudo skb bench --lab --ref /tmp/ref --plot docs/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, o) },
+	}
+	fs := cmd.Flags()
+	fs.DurationVar(&o.duration, "duration", bench.DefaultDuration, "how long each run of a variant sends (memring runs take a quarter)")
+	fs.IntVar(&o.runs, "runs", bench.DefaultRuns, "runs of each variant; the median is reported")
+	fs.StringSliceVar(&o.only, "only", nil, "run only these experiments, comma-separated (see --list)")
+	fs.BoolVar(&o.lab, "lab", false, "add the AF_PACKET and AF_XDP experiments in a lab of two namespaces (needs root)")
+	fs.StringVar(&o.ref, "ref", "", "directory holding the C reference programs (make -C shared/ref OUT=DIR): run them beside skb")
+	fs.BoolVar(&o.asJSON, "json", false, "print NDJSON, one object per row (experiment, variant, metric, value, unit, ratio, ...)")
+	fs.StringVar(&o.plot, "plot", "", "write a PNG bar chart per experiment into this directory")
+	fs.StringVar(&o.cpus, "cpus", "0,1", "CPUs of the sender and the receiver, SENDER,RECEIVER (-1: unpinned)")
+	fs.BoolVar(&o.list, "list", false, "list the experiments and exit")
+	fs.BoolVar(&o.quiet, "quiet", false, "print no progress on standard error")
+	return cmd
+}
+
+// benchCPUs parses --cpus.
+func benchCPUs(s string) (sender, receiver int, err error) {
+	a, b, ok := strings.Cut(s, ",")
+	if ok {
+		sender, err = strconv.Atoi(strings.TrimSpace(a))
+		if err == nil {
+			receiver, err = strconv.Atoi(strings.TrimSpace(b))
+		}
+	}
+	if !ok || err != nil || sender < -1 || receiver < -1 {
+		return 0, 0, fmt.Errorf("--cpus %q: want SENDER,RECEIVER, such as 0,1 (-1: unpinned)", s)
+	}
+	return sender, receiver, nil
+}
+
+func runBench(cmd *cobra.Command, o *benchOpts) error {
+	out := cmd.OutOrStdout()
+	if o.list {
+		return benchList(out)
+	}
+	switch {
+	case o.duration <= 0 || o.duration > bench.MaxDuration:
+		return fmt.Errorf("--duration %v: want more than 0 and at most %v", o.duration, bench.MaxDuration)
+	case o.runs < 1 || o.runs > bench.MaxRuns:
+		return fmt.Errorf("--runs %d: want 1 to %d", o.runs, bench.MaxRuns)
+	}
+	sender, receiver, err := benchCPUs(o.cpus)
+	if err != nil {
+		return err
+	}
+	if sender == 0 && receiver == 0 {
+		return fmt.Errorf("--cpus 0,0: the sender and the receiver need different CPUs (or -1)")
+	}
+	if sender == bench.NoPin && receiver == bench.NoPin {
+		sender, receiver = bench.NoPin, bench.NoPin
+	}
+	if o.plot != "" {
+		if fi, err := os.Stat(o.plot); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--plot %s: not a directory", o.plot)
+		}
+	}
+	opts := bench.Options{
+		Duration: o.duration, Runs: o.runs, Only: o.only, Lab: o.lab, RefDir: o.ref,
+		SenderCPU: sender, ReceiverCPU: receiver,
+	}
+	if !o.quiet {
+		errOut := cmd.ErrOrStderr()
+		opts.Progress = func(line string) { fmt.Fprintln(errOut, "  "+line) }
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := bench.Run(ctx, opts)
+	if rep == nil {
+		return err
+	}
+	if o.asJSON {
+		if werr := bench.WriteJSON(out, rep); werr != nil {
+			return werr
+		}
+	} else if werr := bench.WriteTable(out, rep); werr != nil {
+		return werr
+	}
+	if o.plot != "" {
+		files, perr := bench.WritePlots(o.plot, rep)
+		if perr != nil {
+			return perr
+		}
+		if !o.quiet {
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d charts to %s\n", len(files), o.plot)
+		}
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return errors.New("bench: interrupted; the rows above are what was measured")
+	case err != nil:
+		return err
+	}
+	if f := rep.Failed(); len(f) > 0 {
+		return fmt.Errorf("bench: %d variants failed, first %s / %s: %s", len(f), f[0].Experiment, f[0].Variant, f[0].Error)
+	}
+	return nil
+}
+
+// benchList prints the experiments.
+func benchList(w interface{ Write([]byte) (int, error) }) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "EXPERIMENT\tSEED\tNEEDS\tWHAT")
+	for _, x := range bench.Experiments() {
+		var needs []string
+		if x.Lab {
+			needs = append(needs, "--lab")
+		}
+		if x.Ref {
+			needs = append(needs, "--ref")
+		}
+		seed := x.Seed
+		if seed == "" {
+			seed = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", x.Name, seed, strings.Join(needs, " "), x.Title)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// runBenchCmd runs a fresh `skb bench` in this process with args and
+// returns its standard output, standard error and error.
+func runBenchCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := benchCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestBenchList(t *testing.T) {
+	out, _, err := runBenchCmd(t, "--list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"EXPERIMENT", "burst", "copybreak", "clone", "alloc", "headroom", "udpconn", "c-udp", "--ref", "afxdp-tx", "--lab"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--list lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "0s"}, "--duration"},
+		{[]string{"--duration", "2h"}, "--duration"},
+		{[]string{"--runs", "0"}, "--runs"},
+		{[]string{"--cpus", "zero"}, "--cpus"},
+		{[]string{"--cpus", "0,0"}, "--cpus"},
+		{[]string{"--cpus", "0,99"}, "CPU 99"},
+		{[]string{"--only", "nope"}, `no experiment "nope"`},
+		{[]string{"--only", "c-udp"}, "needs --ref"},
+		{[]string{"--only", "afxdp"}, "needs --lab"},
+		{[]string{"--ref", "/nonexistent", "--only", "c-udp"}, "missing udp_send"},
+		{[]string{"--plot", "/nonexistent"}, "--plot"},
+		{[]string{"--bogus"}, "unknown flag"},
+		{[]string{"extra"}, "unknown command"},
+	}
+	for _, tc := range tests {
+		_, _, err := runBenchCmd(t, tc.args...)
+		if err == nil {
+			t.Errorf("skb bench %v: no error", tc.args)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+			t.Errorf("skb bench %v: error %q, want one line containing %q", tc.args, msg, tc.want)
+		}
+	}
+}
+
+// TestBenchTableJSONPlot runs two hermetic experiments briefly, as a table,
+// as NDJSON and with charts, and checks their shape.
+func TestBenchTableJSONPlot(t *testing.T) {
+	args := []string{"--only", "doorbell,headroom-mem", "--duration", "20ms", "--runs", "2"}
+	out, errOut, err := runBenchCmd(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	for _, want := range []string{`skb bench: medians of 2 runs of 20ms`, `machine: `, `EXPERIMENT +VARIANT +METRIC +MEDIAN +RATIO`,
+		`# doorbell \(seed 002\)`, `doorbell +burst 64 +pps +[0-9.]+ [kM]?pps +~?[0-9.]+x +burst 1 +2 `,
+		`headroom-mem +headroom 128 +reallocs/pkt +0 reallocs/pkt +1.00x +\(ref\)`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "doorbell: burst 1 [1/2]") {
+		t.Errorf("no progress on stderr: %q", errOut)
+	}
+
+	dir := t.TempDir()
+	out, errOut, err = runBenchCmd(t, append(args, "--json", "--quiet", "--plot", dir)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if errOut != "" {
+		t.Errorf("--quiet printed %q", errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	// doorbell: 2 variants x 2 metrics; headroom-mem: 2 x 3.
+	if len(lines) != 10 {
+		t.Fatalf("%d NDJSON lines, want 10:\n%s", len(lines), out)
+	}
+	for _, l := range lines {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(l), &row); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		for _, k := range []string{"experiment", "variant", "metric", "value", "unit", "ratio", "runs", "min", "max", "stddev"} {
+			if _, ok := row[k]; !ok {
+				t.Errorf("row lacks %q: %s", k, l)
+			}
+		}
+		if row["runs"].(float64) != 2 {
+			t.Errorf("runs %v, want 2: %s", row["runs"], l)
+		}
+	}
+	for _, name := range []string{"doorbell.png", "headroom-mem.png"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("chart %s: %v", name, err)
+		}
+	}
+}
+
+// TestBenchExitStatus checks the built command: a bad flag is one line on
+// standard error and exit status 1.
+func TestBenchExitStatus(t *testing.T) {
+	out, errOut, code := skb(t, "bench", "--runs", "-1")
+	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "skb: --runs -1") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, one line", code, out, errOut)
+	}
+}
