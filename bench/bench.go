@@ -76,7 +76,11 @@ type Metric struct {
 	Name  string // such as "rx pps"
 	Unit  string // such as "pps", "us", "ns/pkt"
 	Lower bool   // lower is better (latency, cost); otherwise higher is
-	Doc   string // what it counts
+	// NoRatio: the figure is a count held to an absolute target (heap
+	// allocations, reallocations per packet), for which a ratio means
+	// nothing; its rows have no ratio.
+	NoRatio bool
+	Doc     string // what it counts
 }
 
 // Target is a goal for a row: a bound on its ratio, or with Abs on its
@@ -466,7 +470,9 @@ func (x Experiment) rows(vs []variant, samples [][]sample, errs []error) []Row {
 				Runs: len(st.values), Min: st.min, Max: st.max, Stddev: st.stddev, Samples: st.values,
 			}
 			ratio := math.NaN()
-			if v.ref == "" {
+			if m.NoRatio {
+				// no ratio
+			} else if v.ref == "" {
 				ratio = 1
 			} else if j := index(v.ref); j >= 0 {
 				if rs, ok := metricStats(j, m.Name); ok && rs.median != 0 {

@@ -433,7 +433,11 @@ func checkRows(t *testing.T, rep *Report, only []string) {
 		if r.Runs == 0 || len(r.Samples) != r.Runs || math.IsNaN(r.Value) {
 			t.Errorf("%s / %s / %s: %d runs, samples %v", r.Experiment, r.Variant, r.Metric, r.Runs, r.Samples)
 		}
-		if r.Reference == "" && (r.Ratio == nil || *r.Ratio != 1) {
+		noRatio := r.Metric == mAllocs.Name || r.Metric == mRealloc.Name
+		if noRatio && r.Ratio != nil {
+			t.Errorf("%s / %s / %s: a count with a ratio", r.Experiment, r.Variant, r.Metric)
+		}
+		if r.Reference == "" && !noRatio && (r.Ratio == nil || *r.Ratio != 1) {
 			t.Errorf("%s / %s / %s: a reference with ratio %v", r.Experiment, r.Variant, r.Metric, r.Ratio)
 		}
 	}

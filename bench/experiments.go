@@ -13,7 +13,7 @@ import (
 var (
 	mRxPPS   = Metric{Name: "rx pps", Unit: "pps", Doc: "datagrams or frames the receiver took in per second, from the first to the last"}
 	mTxPPS   = Metric{Name: "tx pps", Unit: "pps", Doc: "packets the sender's device sent per second"}
-	mAllocs  = Metric{Name: "allocs/pkt", Unit: "allocs/pkt", Lower: true, Doc: "heap allocations per packet (in a socket run, of the whole process over the middle half of the run)"}
+	mAllocs  = Metric{Name: "allocs/pkt", Unit: "allocs/pkt", Lower: true, NoRatio: true, Doc: "heap allocations per packet (in a socket run, of the whole process over the middle half of the run)"}
 	mRxCPU   = Metric{Name: "rx cpu", Unit: "ns/pkt", Lower: true, Doc: "CPU time of the receiving thread per packet received"}
 	mTxCPU   = Metric{Name: "tx cpu", Unit: "ns/pkt", Lower: true, Doc: "CPU time of the sending thread per packet sent (on loopback it includes the kernel's receive work, done on the sender's CPU)"}
 	mHeld    = Metric{Name: "held B/pkt", Unit: "B/pkt", Lower: true, Doc: "pool memory a received packet holds while the receiver keeps it (its data block)"}
@@ -25,7 +25,7 @@ var (
 	mP99     = Metric{Name: "p99", Unit: "us", Lower: true, Doc: "99th percentile round trip"}
 	mMean    = Metric{Name: "mean", Unit: "us", Lower: true, Doc: "mean round trip"}
 	mGC      = Metric{Name: "GC/Mpkt", Unit: "GC/Mpkt", Lower: true, Doc: "garbage collections per million packets"}
-	mRealloc = Metric{Name: "reallocs/pkt", Unit: "reallocs/pkt", Lower: true, Doc: "head reallocations (CowHead) per packet"}
+	mRealloc = Metric{Name: "reallocs/pkt", Unit: "reallocs/pkt", Lower: true, NoRatio: true, Doc: "head reallocations (CowHead) per packet"}
 )
 
 // noAllocs is the target of zero heap allocations per packet in steady

@@ -77,7 +77,7 @@ func TestBenchTableJSONPlot(t *testing.T) {
 	}
 	for _, want := range []string{`skb bench: medians of 2 runs of 20ms`, `machine: `, `EXPERIMENT +VARIANT +METRIC +MEDIAN +RATIO`,
 		`# doorbell \(seed 002\)`, `doorbell +burst 64 +pps +[0-9.]+ [kM]?pps +~?[0-9.]+x +burst 1 +2 `,
-		`headroom-mem +headroom 128 +reallocs/pkt +0 reallocs/pkt +1.00x +\(ref\)`} {
+		`headroom-mem +headroom 128 +reallocs/pkt +0 reallocs/pkt +- +\(ref\)`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
