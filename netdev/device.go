@@ -120,20 +120,25 @@ func (c Config) BatchSize() int {
 }
 
 // Copybreak applies receive copybreak to b (seed 001, SKB_TSHOLD): when b is
-// linear and shorter than threshold bytes, it copies b's data, metadata and
-// header offsets into a right-sized buffer from c and returns that, leaving b
-// free for the driver to repost; otherwise, or when no small buffer is
+// linear and shorter than threshold bytes, it copies b's data into a
+// right-sized buffer from c with at least headroom bytes of headroom, copies
+// b's metadata and header offsets (skb.Buff.CopyHeader), and returns it,
+// leaving b for the driver to repost; otherwise, or when no small buffer is
 // available, it returns nil and b is unchanged. Copybreak does not take
 // ownership of b; the caller owns the returned buffer and must Free it or pass
 // it on to a function that takes ownership.
-func Copybreak(c *pool.Cache, b *skb.Buff, threshold int) *skb.Buff {
+func Copybreak(c *pool.Cache, b *skb.Buff, threshold, headroom int) *skb.Buff {
 	n := b.Len()
 	if n >= threshold || b.IsNonlinear() {
 		return nil
 	}
-	small, err := b.CopyExpand(c, c.Headroom(), 0)
+	extra := max(0, headroom-c.Headroom())
+	small, err := c.Alloc(n + extra)
 	if err != nil {
 		return nil
 	}
+	small.Reserve(extra)
+	copy(small.Put(n), b.Data())
+	small.CopyHeader(b)
 	return small
 }

@@ -167,6 +167,11 @@ func (c *Cache) Free(b *skb.Buff) {
 			return
 		}
 	}
+	if c.closed {
+		// A closed cache keeps nothing: the buffer goes to the depots.
+		b.FreeTo(c.p)
+		return
+	}
 	s := b.Release(c)
 	if s == nil {
 		// Another buffer still shares the data: only the header comes back.
@@ -208,6 +213,9 @@ func (c *Cache) FreeN(bs []*skb.Buff) {
 // function that takes ownership. It does not fail.
 func (c *Cache) Clone(b *skb.Buff) *skb.Buff {
 	if len(c.hdrs) == 0 {
+		if c.closed {
+			panic("pool: allocation from a closed cache")
+		}
 		c.hdrs = c.p.hdrs.take(c.hdrs, c.size/2)
 		c.hdrSt.misses.inc()
 	}
@@ -260,7 +268,7 @@ func (c *Cache) AllocShared(size int) (*skb.Shared, error) {
 // RecycleShared takes back a data block whose last reference was dropped
 // (skb.Recycler); blocks of another pool go to that pool.
 func (c *Cache) RecycleShared(s *skb.Shared) {
-	if s.Home() != c.p {
+	if s.Home() != c.p || c.closed {
 		s.Home().RecycleShared(s)
 		return
 	}
@@ -280,7 +288,7 @@ func (c *Cache) RecycleShared(s *skb.Shared) {
 // RecycleBuff takes back a header (skb.Recycler); headers of another pool go
 // to that pool.
 func (c *Cache) RecycleBuff(b *skb.Buff) {
-	if b.Home() != c.p {
+	if b.Home() != c.p || c.closed {
 		b.Home().RecycleBuff(b)
 		return
 	}
@@ -305,6 +313,9 @@ func (c *Cache) pushHdr(b *skb.Buff) {
 
 func (c *Cache) popHdr() *skb.Buff {
 	if len(c.hdrs) == 0 {
+		if c.closed {
+			panic("pool: allocation from a closed cache")
+		}
 		c.hdrs = c.p.hdrs.take(c.hdrs, c.size/2)
 		c.hdrSt.misses.inc()
 	}
@@ -316,6 +327,9 @@ func (c *Cache) popHdr() *skb.Buff {
 
 // refill moves half a stack of class i from the depot.
 func (c *Cache) refill(i int) error {
+	if c.closed {
+		panic("pool: allocation from a closed cache")
+	}
 	cc := &c.cls[i]
 	cc.st.misses.inc()
 	var err error
@@ -361,13 +375,14 @@ func (c *Cache) AllocFrag(size int) (*skb.Page, int, error) {
 }
 
 // Close hands the cache's blocks, headers and page back to the pool and folds
-// its counters into the pool's. The cache must not be used afterwards; Close
-// is idempotent.
+// its counters into the pool's. Buffers freed into a closed cache go straight
+// to the pool's depots; allocating from it panics. Close is idempotent.
 func (c *Cache) Close() {
 	if c.closed {
 		return
 	}
 	c.closed = true
+	c.fastHome = nil
 	for i := range c.ncls {
 		cc := &c.cls[i]
 		c.p.give(c.p.classes[i], cc.free)

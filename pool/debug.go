@@ -83,8 +83,12 @@ func (d *debugState) free(b *skb.Buff, skip int) *skb.Buff {
 // poison fills a freed block with poisonFree.
 func (d *debugState) poison(s *skb.Shared) {
 	mem := s.Bytes()
-	for i := range mem {
-		mem[i] = poisonFree
+	if len(mem) == 0 {
+		return
+	}
+	mem[0] = poisonFree
+	for n := 1; n < len(mem); n *= 2 {
+		copy(mem[n:], mem[:n])
 	}
 }
 

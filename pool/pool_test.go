@@ -425,3 +425,25 @@ func TestWorkersPassBuffers(t *testing.T) {
 		t.Fatalf("after the run: %v", st)
 	}
 }
+
+func TestClosedCache(t *testing.T) {
+	p := newPool(t, pool.Config{Debug: true})
+	c := p.NewCache()
+	b, _ := c.Alloc(10)
+	n := c.Clone(b)
+	c.Close()
+	c.Free(n)
+	c.Free(b)
+	if st := p.Stats(); st.InFlight() != 0 || st.Classes[0].InFlight != 0 {
+		t.Fatalf("frees into a closed cache lost: %v", st)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("allocation from a closed cache did not panic")
+		}
+	}()
+	for range 1000 {
+		x, _ := c.Alloc(10)
+		_ = x
+	}
+}

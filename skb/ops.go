@@ -498,6 +498,19 @@ func cloneList(a Allocator, first *Buff) (*Buff, error) {
 	return head, nil
 }
 
+// CopyHeader copies old's metadata into b (skb_copy_header): protocol,
+// priority, mark, hash, queue mapping, timestamp, checksum state and the GSO
+// parameters, and the header offsets and csum_start moved by the difference
+// in headroom, so that they point at the same bytes when b's data is a copy
+// of old's. b keeps its lengths and geometry. It panics if b's shared info is
+// shared (the GSO fields live there). It takes ownership of neither buffer.
+func (b *Buff) CopyHeader(old *Buff) {
+	b.checkLive()
+	b.writableShinfo("copy header")
+	copyHeader(b, old, int(b.data)-int(old.data))
+	copyGSO(b.shinfo, old.shinfo)
+}
+
 // copyHeader copies old's metadata into n (skb_copy_header), keeping n's
 // lengths, and moves the header offsets by delta bytes.
 func copyHeader(n, old *Buff, delta int) {

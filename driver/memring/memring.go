@@ -430,17 +430,9 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 }
 
 // copybreak returns a right-sized copy of b with the device's headroom, or
-// nil. netdev.Copybreak reserves the pool's headroom; a device configured
-// with more makes the copy itself.
+// nil.
 func (d *Device) copybreak(b *skb.Buff) *skb.Buff {
-	if d.extra == 0 {
-		return netdev.Copybreak(d.cache, b, d.thr)
-	}
-	small, err := b.CopyExpand(d.cache, d.headroom, 0)
-	if err != nil {
-		return nil
-	}
-	return small
+	return netdev.Copybreak(d.cache, b, d.thr, d.headroom)
 }
 
 // Wait blocks until Poll would find a packet, the timeout passes (a negative

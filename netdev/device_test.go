@@ -1,0 +1,87 @@
+package netdev_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/pool/pooltest"
+)
+
+func TestMain(m *testing.M) { pooltest.Main(m) }
+
+func TestCopybreak(t *testing.T) {
+	p, err := pool.New(pool.Config{Name: "copybreak", Debug: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewCache()
+	defer func() {
+		c.Close()
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	big, _ := c.Alloc(1500)
+	defer c.Free(big)
+	payload := bytes.Repeat([]byte{0xa5}, 100)
+	copy(big.Put(len(payload)), payload)
+	big.SetProtocol(0x0800)
+	big.SetMark(7)
+	big.SetNetworkHeader(14)
+	for _, tc := range []struct {
+		threshold, headroom int
+		copied              bool
+	}{
+		{256, 128, true}, {256, 300, true}, {256, 0, true}, {100, 128, false}, {0, 128, false},
+	} {
+		small := netdev.Copybreak(c, big, tc.threshold, tc.headroom)
+		if (small != nil) != tc.copied {
+			t.Fatalf("threshold %d: copied %v", tc.threshold, small != nil)
+		}
+		if small == nil {
+			continue
+		}
+		if small.End() > pool.SmallSize || small.Headroom() < tc.headroom || !bytes.Equal(small.Data(), payload) {
+			t.Fatalf("copy: end %d headroom %d data %x", small.End(), small.Headroom(), small.Data())
+		}
+		if small.Protocol() != 0x0800 || small.Mark() != 7 || small.NetworkOffset() != 14 {
+			t.Fatalf("metadata: %#x %d %d", small.Protocol(), small.Mark(), small.NetworkOffset())
+		}
+		c.Free(small)
+	}
+	// A nonlinear buffer is left alone.
+	pg, off, _ := c.AllocFrag(10)
+	big.AddRxFrag(pg, off, 10)
+	if netdev.Copybreak(c, big, 256, 128) != nil {
+		t.Fatal("copied a nonlinear buffer")
+	}
+}
+
+func TestStatsNames(t *testing.T) {
+	var ctr netdev.Counters
+	ctr.RxPacket(100)
+	ctr.RxDrop(netdev.DropTruncated, 2)
+	ctr.TxDoorbell(64, 6400)
+	ctr.TxDrop(netdev.DropRingFull, 1)
+	ctr.GSOFallback(netdev.FallbackEIO)
+	m := ctr.Snapshot().Map()
+	want := map[string]uint64{
+		"rx_packets": 1, "rx_bytes": 100, "rx_dropped": 2, "rx_truncated": 2, "rx_dropped_truncated": 2,
+		"tx_packets": 64, "tx_bytes": 6400, "tx_doorbells": 1, "tx_dropped": 1, "tx_dropped_ring_full": 1,
+		"gso_fallback": 1, "gso_fallback_eio": 1, "rx_copybreak": 0, "tx_ring_full": 0,
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %d, want %d", k, m[k], v)
+		}
+	}
+	d := ctr.Snapshot().Sub(netdev.Stats{RxPackets: 1})
+	if d.RxPackets != 0 || d.TxPackets != 64 {
+		t.Fatalf("sub: %+v", d)
+	}
+	if netdev.DropReason(200).String() == "" || netdev.FallbackReason(200).String() == "" {
+		t.Fatal("names of unknown reasons")
+	}
+}
