@@ -34,8 +34,12 @@ type Device interface {
 
 	// Poll receives up to budget packets without blocking and calls h for
 	// each, in arrival order (napi_poll). It returns how many it handed to h.
-	// Bad packets are dropped and counted, never handed over. It returns
-	// ErrClosed after Close, or the wrapped error of the receive system call.
+	// Packets the device cannot carry whole (truncated, too big for the
+	// receive buffer, no buffer free) are dropped and counted, never handed
+	// over; a link-layer device hands over frames whose headers it cannot
+	// parse (a capture tool wants them) and counts them, as its driver
+	// documents. It returns ErrClosed after Close, or the wrapped error of the
+	// receive system call.
 	Poll(budget int, h Handler) (int, error)
 
 	// Wait blocks until Poll would find a packet or timeout passes; a
@@ -46,16 +50,19 @@ type Device interface {
 
 	// Cache returns the pool cache the device allocates receive buffers
 	// from. Callers on the device's goroutine may allocate transmit buffers
-	// from it and free received buffers into it.
+	// from it and free received buffers into it. Close closes it: buffers
+	// freed into it afterwards go straight to the pool.
 	Cache() *pool.Cache
 
 	// Stats returns a snapshot of the device's counters. Safe for concurrent
-	// use; figures are as of the last completed batch.
+	// use, also after Close; figures are as of the last completed batch.
 	Stats() Stats
 
-	// Close stops the device, frees every buffer it still holds (queued for
-	// transmit, posted for receive) and releases its resources. Safe for
-	// concurrent use; later calls return ErrClosed.
+	// Close stops the device, sends or drops (and counts, once each) the
+	// packets still queued for transmit, frees every buffer it holds and
+	// releases its resources. Safe for concurrent use: called while the
+	// owner is inside Poll or Wait, it wakes the owner, and the buffers are
+	// freed as that call returns. Later calls return ErrClosed.
 	Close() error
 }
 
