@@ -86,7 +86,7 @@ type Stats struct {
 	TxPackets   uint64                 // tx_packets: handed to the device by a doorbell that succeeded
 	TxBytes     uint64                 // tx_bytes
 	TxDoorbells uint64                 // tx_doorbells: system calls or ring kicks that made the device send
-	TxRingFull  uint64                 // tx_ring_full: times Xmit found the ring full
+	TxRingFull  uint64                 // tx_ring_full: Xmits that found the ring full and rang the doorbell (tx_dropped_ring_full: those that then dropped)
 	TxDropped   [NumDropReasons]uint64 // tx_dropped_<reason>
 
 	GSOFallback [NumFallbackReasons]uint64 // gso_fallback_<reason>
