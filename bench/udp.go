@@ -39,8 +39,16 @@ type udpFlow struct {
 
 // runUDP runs f once and returns its figures.
 func runUDP(ctx context.Context, e *env, f udpFlow) (sample, error) {
+	p, err := e.sharedPool()
+	if err != nil {
+		return nil, err
+	}
+	txPool := f.txPool
+	if txPool == nil {
+		txPool = p
+	}
 	rx, err := udp.Open(udp.Config{
-		Config: netdev.Config{Copybreak: f.copybreak},
+		Config: netdev.Config{Pool: p, Copybreak: f.copybreak},
 		Local:  loopback, GRO: f.gro, RcvBuf: sockBuf,
 	})
 	if err != nil {
@@ -48,7 +56,7 @@ func runUDP(ctx context.Context, e *env, f udpFlow) (sample, error) {
 	}
 	defer rx.Close()
 	tx, err := udp.Open(udp.Config{
-		Config: netdev.Config{Pool: f.txPool, Batch: max(f.burst, netdev.DefaultBatch)},
+		Config: netdev.Config{Pool: txPool, Batch: max(f.burst, netdev.DefaultBatch)},
 		Local:  loopback, GSO: f.gso, SndBuf: sockBuf,
 	})
 	if err != nil {
@@ -146,13 +154,17 @@ func headroomVariant(name, ref string, headroom int) variant {
 // PingPong on the sender CPU, iters round trips of size bytes, bounded by
 // 4 times the run duration and a second.
 func pingUDP(ctx context.Context, e *env, size, iters int, busy, clone bool) (sample, error) {
+	p, err := e.sharedPool()
+	if err != nil {
+		return nil, err
+	}
 	recvSize := max(size, 1)
-	srv, err := udp.Open(udp.Config{Local: loopback, RecvSize: recvSize})
+	srv, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: loopback, RecvSize: recvSize})
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
-	cli, err := udp.Open(udp.Config{Local: loopback, Remote: srv.LocalAddr(), RecvSize: recvSize})
+	cli, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: loopback, Remote: srv.LocalAddr(), RecvSize: recvSize})
 	if err != nil {
 		return nil, err
 	}
