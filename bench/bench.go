@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -195,7 +196,12 @@ type Machine struct {
 	Kernel    string `json:"kernel"`
 	GoVersion string `json:"go"`
 	Load      string `json:"load"` // /proc/loadavg at the start
-	Hostname  string `json:"hostname,omitempty"`
+	// Busy is the share of all CPUs in use over the half second before
+	// the run (from /proc/stat), in percent; -1 when unknown. On a shared
+	// machine it says whether others were running: figures taken while
+	// they did are weaker.
+	Busy     int    `json:"busy_percent"`
+	Hostname string `json:"hostname,omitempty"`
 }
 
 // Experiment describes one experiment.
@@ -576,7 +582,42 @@ func machine() Machine {
 		}
 	}
 	m.Hostname, _ = os.Hostname()
+	m.Busy = cpuBusy(500 * time.Millisecond)
 	return m
+}
+
+// cpuBusy returns the share of CPU time not idle over d, in percent, from
+// the first line of /proc/stat (proc(5)), or -1.
+func cpuBusy(d time.Duration) int {
+	read := func() (total, idle uint64, ok bool) {
+		b, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			return 0, 0, false
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != "cpu" {
+			return 0, 0, false
+		}
+		for i, v := range f[1:] {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return 0, 0, false
+			}
+			total += n
+			if i == 3 || i == 4 { // idle, iowait
+				idle += n
+			}
+		}
+		return total, idle, true
+	}
+	t0, i0, ok0 := read()
+	time.Sleep(d)
+	t1, i1, ok1 := read()
+	if !ok0 || !ok1 || t1 <= t0 {
+		return -1
+	}
+	return int(100 - 100*(i1-i0)/(t1-t0))
 }
 
 // errNoPackets is the error of a run whose engines moved nothing.

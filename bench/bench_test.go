@@ -240,7 +240,7 @@ func fakeReport() *Report {
 	x, vs, samples, errs := fakeExperiment()
 	return &Report{
 		Start: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), Duration: time.Second, Runs: 3,
-		Machine:     Machine{CPUs: 2, CPU: "AMD EPYC", Kernel: "Linux 6.18", GoVersion: "go1.26", Load: "0.1 0.2 0.3"},
+		Machine:     Machine{CPUs: 2, CPU: "AMD EPYC", Kernel: "Linux 6.18", GoVersion: "go1.26", Load: "0.1 0.2 0.3", Busy: 3},
 		Experiments: []Experiment{x},
 		Rows:        x.rows(vs, samples, errs),
 	}
@@ -253,7 +253,7 @@ func TestWriteTable(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{
-		"machine: 2 x AMD EPYC, Linux 6.18, go1.26, load 0.1 0.2 0.3",
+		"machine: 2 x AMD EPYC, Linux 6.18, go1.26, load 0.1 0.2 0.3, CPUs busy before the start 3%",
 		"EXPERIMENT  VARIANT  METRIC  MEDIAN",
 		"# fake (seed 002): a fake",
 		"fake        a        pps     100 pps",

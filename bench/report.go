@@ -81,8 +81,12 @@ func WriteTable(w io.Writer, rep *Report) error {
 	m := rep.Machine
 	fmt.Fprintf(w, "skb bench: medians of %d runs of %v each, variants interleaved; ratio = median / median of the reference (vs)\n",
 		rep.Runs, rep.Duration)
-	fmt.Fprintf(w, "machine: %d x %s, %s, %s, load %s; %s\n", m.CPUs, m.CPU, m.Kernel, m.GoVersion, m.Load,
-		rep.Start.Format("2006-01-02 15:04 MST"))
+	busy := "unknown"
+	if m.Busy >= 0 {
+		busy = fmt.Sprintf("%d%%", m.Busy)
+	}
+	fmt.Fprintf(w, "machine: %d x %s, %s, %s, load %s, CPUs busy before the start %s; %s\n", m.CPUs, m.CPU, m.Kernel, m.GoVersion, m.Load,
+		busy, rep.Start.Format("2006-01-02 15:04 MST"))
 	header := []string{"EXPERIMENT", "VARIANT", "METRIC", "MEDIAN", "RATIO", "VS", "RUNS", "MIN-MAX", "TARGET"}
 	type line struct {
 		title string
