@@ -80,7 +80,8 @@ type echoer struct {
 // Echo answers every request dev receives by sending the very buffer back
 // (Xmit takes it: no copy, no clone, seed 000): to its source with XmitTo on
 // an AddrXmitter, with Xmit on another datagram device, and as a frame with
-// its addresses swapped on a link-layer one. The answers of one Poll share
+// its addresses swapped and its UDP checksum recomputed on a link-layer one
+// (unless the device marked it CHECKSUM_PARTIAL, which its Xmit completes). The answers of one Poll share
 // one doorbell. It runs on dev's goroutine until its bounds or ctx end it,
 // and returns an error wrapping ErrConfig for an invalid config, or the
 // device's error (netdev.ErrClosed when it was closed under the run), with
@@ -181,6 +182,15 @@ func (e *echoer) reflect(b *skb.Buff) bool {
 		data = b.Data()
 	}
 	reflectUDP(data, &f)
+	if b.IPSummed() != skb.ChecksumPartial {
+		// A frame the sender's kernel left CHECKSUM_PARTIAL (a veth with
+		// transmit checksumming) holds only the pseudo-header sum, and a
+		// device without checksum state (AF_XDP) cannot say so: compute
+		// the checksum, so that the answer is valid whatever came in. A
+		// device that marks the frame partial (AF_PACKET) completes it
+		// itself at Xmit.
+		fillUDPChecksum(data, &f)
+	}
 	return true
 }
 

@@ -81,3 +81,20 @@ func swap(a, b []byte) {
 		a[i], b[i] = b[i], a[i]
 	}
 }
+
+// fillUDPChecksum computes the UDP checksum of the frame p, parsed as f,
+// over the pseudo-header, the header and the payload, leaving an IPv4
+// checksum of 0 (none) as it is.
+func fillUDPChecksum(p []byte, f *header.Frame) {
+	u := header.UDP(p[f.TransportOffset:])
+	var pseudo uint16
+	if f.EtherType == header.EtherTypeIPv4 {
+		if u.Checksum() == 0 {
+			return
+		}
+		pseudo = header.IPv4(p[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, u.Length())
+	} else {
+		pseudo = header.IPv6(p[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, uint32(u.Length()))
+	}
+	u.SetChecksum(u.ComputeChecksum(pseudo))
+}

@@ -361,6 +361,28 @@ func TestClosedDevice(t *testing.T) {
 	if _, err := s.Run(context.Background()); !errors.Is(err, netdev.ErrClosed) {
 		t.Errorf("sink on a closed device: %v", err)
 	}
+	if _, err := PingPong(context.Background(), a, PingPongConfig{}); !errors.Is(err, netdev.ErrClosed) {
+		t.Errorf("pingpong on a closed device: %v", err)
+	}
+	if _, err := Echo(context.Background(), b, EchoConfig{}); !errors.Is(err, netdev.ErrClosed) {
+		t.Errorf("echo on a closed device: %v", err)
+	}
+
+	// Closed under a running sink, from another goroutine.
+	a, b, err = memring.NewPair(memring.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	s, _ = NewSink(b, SinkConfig{Duration: 10 * time.Second})
+	time.AfterFunc(50*time.Millisecond, func() { b.Close() })
+	t0 := time.Now()
+	if _, err := s.Run(context.Background()); !errors.Is(err, netdev.ErrClosed) {
+		t.Errorf("sink closed under it: %v", err)
+	}
+	if el := time.Since(t0); el > 2*time.Second {
+		t.Errorf("sink took %v to notice its device closed", el)
+	}
 }
 
 // TestZeroAllocs asserts that steady state allocates nothing per packet:

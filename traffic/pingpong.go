@@ -138,6 +138,10 @@ func PingPong(ctx context.Context, dev netdev.Device, cfg PingPongConfig) (PingP
 		return res, fmt.Errorf("traffic: pingpong: %w", err)
 	}
 	res.Size = p.size
+	if err := dev.Flush(); errors.Is(err, netdev.ErrClosed) {
+		// Closed before the run: its Cache may not be used any more.
+		return res, fmt.Errorf("traffic: pingpong: %w", err)
+	}
 	r, err := p.loop(ctx, &res)
 	if err != nil {
 		return r, fmt.Errorf("traffic: pingpong: %w", err)

@@ -506,12 +506,18 @@ func (g *Pktgen) build(flow, maxSegs int, ts int64) (*skb.Buff, int, error) {
 // wrapping ErrFailing when the first 64 transmit calls all failed and
 // nothing was sent, or an allocation error that no retry can fix
 // (skb.ErrTooBig: the size does not fit the device's buffers); the result
-// still holds what was sent.
+// still holds what was sent. Stop a run with ctx, and close the device
+// after Run returns: the generator allocates from the device's Cache, which
+// Close closes.
 func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	done := ctx.Done()
+	if err := g.dev.Flush(); errors.Is(err, netdev.ErrClosed) {
+		// Closed before the run: its Cache may not be used any more.
+		return PktgenResult{Flows: g.flows}, err
+	}
 	g.clk = newClock()
 	g.lastTick = 0
 	st0 := g.dev.Stats()

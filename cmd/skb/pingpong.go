@@ -185,6 +185,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		dev = d
+		defer holdPorts(listen, 1)()
 		cfg.Link, cfg.Port = true, listen.Port()
 		if !listen.Addr().IsUnspecified() {
 			cfg.Addr = listen.Addr()

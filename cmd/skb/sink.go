@@ -209,6 +209,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			return fmt.Errorf("sink: %w", err)
 		}
 		devs = append(devs, d)
+		if listen.Port() != 0 {
+			defer holdPorts(listen, o.flows)()
+		}
 		cfg.Link, cfg.Port, cfg.Ports = true, listen.Port(), o.flows
 	}
 

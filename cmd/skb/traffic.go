@@ -344,3 +344,28 @@ func linkTarget(spec devSpec, f *devFlags, dst netip.AddrPort) (*header.UDPFrame
 		DontFragment: true,
 	}, nil
 }
+
+// holdPorts binds plain UDP sockets to ports PORT to PORT+n-1 of a, which
+// are never read, for a link-layer sink or server: the frames it takes from
+// the interface also reach the kernel's stack (AF_PACKET sees copies), which
+// would answer each with an ICMP port unreachable, and a connected sender
+// would then fail with ECONNREFUSED. A bound socket keeps the kernel quiet;
+// with the smallest receive buffer it queues a few datagrams and drops the
+// rest. Addresses that cannot be bound (not local) are skipped.
+func holdPorts(a netip.AddrPort, n int) closer {
+	var conns []*net.UDPConn
+	for i := range n {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a.Addr(), a.Port()+uint16(i))))
+		if err != nil {
+			continue
+		}
+		c.SetReadBuffer(1)
+		conns = append(conns, c)
+	}
+	return func() error {
+		for _, c := range conns {
+			c.Close()
+		}
+		return nil
+	}
+}

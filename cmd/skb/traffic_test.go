@@ -364,6 +364,22 @@ func TestLinkLayerCLI(t *testing.T) {
 			t.Errorf("pingpong %v", r)
 		}
 	})
+	for _, kind := range []string{"afpacket", "afxdp"} {
+		// A UDP client against a link-layer server: the kernel in A checks
+		// each answer's checksums (a veth hands over frames whose UDP
+		// checksum holds only the pseudo-header sum), and the server's
+		// port is held so that B's stack sends no port unreachable.
+		t.Run("pingpong udp to "+kind+" server", func(t *testing.T) {
+			srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--dev", kind+":"+l.B.Ifname, "--listen", "198.18.0.2:9100",
+				"-t", "20s", "--count", "220"))
+			time.Sleep(500 * time.Millisecond)
+			_, r := ndjson(t, run(&l.A, "pingpong", "--connect", "198.18.0.2:9100", "-n", "200", "--timeout", "5s", "-t", "20s", "--json"))
+			srv.wait(t)
+			if num(r, "iters") != 200 {
+				t.Errorf("pingpong %v", r)
+			}
+		})
+	}
 	t.Run("afxdp", func(t *testing.T) {
 		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--listen", "198.18.0.2:9000", "-n", "500", "-t", "10s"))
 		time.Sleep(200 * time.Millisecond)
