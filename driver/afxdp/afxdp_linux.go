@@ -546,10 +546,13 @@ func (d *Device) Flush() error {
 
 // doorbell publishes the tx producer and kicks the kernel (sendto) until it
 // took every descriptor, as copy mode needs: the kernel sends at most 32
-// (XDP_MAX_TX_SKB_BUDGET) per call and then returns EAGAIN, and returns
-// EBUSY after the device dropped a frame; both mean kick again. Zero-copy
-// drivers that do not ask for a wakeup are not kicked. It frees completed
-// buffers and counts what the kernel took.
+// (XDP_MAX_TX_SKB_BUDGET) per call and then returns EAGAIN: kick again. It
+// returns EBUSY after the device dropped a frame (its queue to the peer was
+// full; the descriptor completes all the same): the peer is congested and a
+// kick right away would most likely drop the next frame too, so the doorbell
+// pauses a moment (back-pressure) before it kicks again. Zero-copy drivers
+// that do not ask for a wakeup are not kicked. It frees completed buffers and
+// counts what the kernel took.
 func (d *Device) doorbell() error {
 	tx := &d.sock.TX
 	queued := d.txQueued
@@ -577,6 +580,9 @@ func (d *Device) doorbell() error {
 		if err != nil || e == 0 || cons == tx.Producer() {
 			break
 		}
+		if e == unix.EBUSY {
+			congestionPause()
+		}
 		if cons == last {
 			if stalls++; stalls >= maxKickStalls {
 				break
@@ -588,6 +594,15 @@ func (d *Device) doorbell() error {
 	}
 	d.countTx(queued > 0)
 	return err
+}
+
+// congestionPause is how long the doorbell waits after the peer dropped a
+// frame before it kicks again: about what the peer takes to make room for a
+// few frames. It yields to other goroutines first.
+func congestionPause() {
+	runtime.Gosched()
+	for t := time.Now(); time.Since(t) < 2*time.Microsecond; {
+	}
 }
 
 // kickError wraps a doorbell errno, reusing the last error while the errno

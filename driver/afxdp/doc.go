@@ -50,9 +50,10 @@
 // frame when every Xmit passes more false. In copy mode the kernel sends at
 // most 32 descriptors per call (XDP_MAX_TX_SKB_BUDGET, settable with
 // Config.TxBudget on Linux 6.17 and later) and returns EAGAIN, and returns
-// EBUSY when the device dropped a frame whose descriptor still completes: the
-// doorbell kicks again until the ring is empty, counting a dropped frame as
-// tx_dropped_kernel. XDP_USE_NEED_WAKEUP is always asked for and honoured: a
+// EBUSY when the device dropped a frame whose descriptor still completes (its
+// queue to the peer was full): the doorbell kicks again until the ring is
+// empty, after a pause of a couple of microseconds when the peer is
+// congested, counting a dropped frame as tx_dropped_kernel. XDP_USE_NEED_WAKEUP is always asked for and honoured: a
 // ring whose kernel side does not need a wakeup is not kicked (copy mode
 // always needs one on tx).
 //
