@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -378,8 +379,9 @@ func (d *Device) Ifname() string { return d.ifname }
 // Queue returns the queue index the socket is bound to.
 func (d *Device) Queue() int { return d.queue }
 
-// HardwareAddr returns the interface's MAC address, as it was at Open.
-func (d *Device) HardwareAddr() net.HardwareAddr { return d.mac }
+// HardwareAddr returns a copy of the interface's MAC address, as it was at
+// Open.
+func (d *Device) HardwareAddr() net.HardwareAddr { return slices.Clone(d.mac) }
 
 // MTU returns the interface's MTU in bytes, as it was at Open; Xmit takes
 // frames up to MTU+18 bytes (Ethernet header and one VLAN tag).
