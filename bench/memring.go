@@ -213,7 +213,7 @@ func pingMem(ctx context.Context, e *env, size int, clone bool) (sample, error) 
 	var pingErr error
 	<-pinned(e.sender, func() {
 		res, pingErr = traffic.PingPong(ctx, a, traffic.PingPongConfig{
-			Size: size, Iters: pingIters(e.memDuration(), 250*time.Nanosecond), Warmup: 100,
+			Size: size, Iters: pingIters(e.memDuration(), 250*time.Nanosecond), Warmup: 10,
 			Duration: max(e.memDuration(), 50*time.Millisecond), BusyPoll: true,
 		})
 	})
