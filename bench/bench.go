@@ -200,7 +200,12 @@ type Machine struct {
 	// the run (from /proc/stat), in percent; -1 when unknown. On a shared
 	// machine it says whether others were running: figures taken while
 	// they did are weaker.
-	Busy     int    `json:"busy_percent"`
+	Busy int `json:"busy_percent"`
+	// Others is the share of all CPU time other programs used (or the
+	// hypervisor stole) while the run went on, in percent; -1 when
+	// unknown. Above a few percent the figures are weaker, and the run
+	// is worth repeating.
+	Others   int    `json:"others_percent"`
 	Hostname string `json:"hostname,omitempty"`
 }
 
@@ -378,6 +383,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer e.close()
 	rep := &Report{Start: time.Now(), Duration: opts.Duration, Runs: opts.Runs, Machine: machine()}
+	cpu0 := snapCPU()
+	defer func() { rep.Machine.Others = othersBusy(cpu0, snapCPU()) }()
 	if opts.Lab {
 		le, err := newLabEnv()
 		if err != nil {

@@ -240,7 +240,7 @@ func fakeReport() *Report {
 	x, vs, samples, errs := fakeExperiment()
 	return &Report{
 		Start: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), Duration: time.Second, Runs: 3,
-		Machine:     Machine{CPUs: 2, CPU: "AMD EPYC", Kernel: "Linux 6.18", GoVersion: "go1.26", Load: "0.1 0.2 0.3", Busy: 3},
+		Machine:     Machine{CPUs: 2, CPU: "AMD EPYC", Kernel: "Linux 6.18", GoVersion: "go1.26", Load: "0.1 0.2 0.3", Busy: 3, Others: 1},
 		Experiments: []Experiment{x},
 		Rows:        x.rows(vs, samples, errs),
 	}
@@ -262,6 +262,7 @@ func TestWriteTable(t *testing.T) {
 		"error: boom",
 		"6 rows",
 		"1 failed",
+		"other programs used 1% of the CPUs meanwhile",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -445,6 +446,26 @@ func checkRows(t *testing.T, rep *Report, only []string) {
 		if seen[x.Name] < 2*len(x.Metrics) {
 			t.Errorf("%s: %d rows, want at least %d", x.Name, seen[x.Name], 2*len(x.Metrics))
 		}
+	}
+}
+
+func TestCPUSnap(t *testing.T) {
+	a := snapCPU()
+	if !a.ok {
+		t.Skip("no /proc/stat")
+	}
+	b := snapCPU()
+	if b.total < a.total || b.self < a.self {
+		t.Errorf("times went back: %+v then %+v", a, b)
+	}
+	if v := othersBusy(a, a); v != -1 {
+		t.Errorf("othersBusy over no time = %d, want -1", v)
+	}
+	x := cpuSnap{total: 1000, idle: 500, irq: 50, self: 100, ok: true}
+	y := cpuSnap{total: 2000, idle: 900, irq: 100, self: 500, ok: true}
+	// busy 600 of 1000, this process 400, interrupts 50: others 150.
+	if v := othersBusy(x, y); v != 15 {
+		t.Errorf("othersBusy = %d, want 15", v)
 	}
 }
 

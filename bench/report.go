@@ -154,6 +154,12 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if f := rep.Failed(); len(f) > 0 {
 		fmt.Fprintf(w, ", %d failed", len(f))
 	}
+	if m.Others >= 0 {
+		fmt.Fprintf(w, "; other programs used %d%% of the CPUs meanwhile", m.Others)
+		if m.Others > 5 {
+			fmt.Fprint(w, " (figures disturbed: run again on a quieter machine)")
+		}
+	}
 	_, err := fmt.Fprintln(w)
 	return err
 }
