@@ -59,7 +59,8 @@ func (w WaitPolicy) String() string {
 	return fmt.Sprintf("WaitPolicy(%d)", uint8(w))
 }
 
-// ParseWaitPolicy returns the policy String names.
+// ParseWaitPolicy returns the policy whose String is s ("sleep", "spin" or
+// "poll"), or an error wrapping ErrConfig for any other word.
 func ParseWaitPolicy(s string) (WaitPolicy, error) {
 	for _, w := range []WaitPolicy{WaitSleep, WaitSpin, WaitPoll} {
 		if s == w.String() {
