@@ -169,6 +169,9 @@ func receiveFrames(t testing.TB, d *Device, n int, timeout time.Duration, l4sum 
 		if _, err := d.Poll(64, h); err != nil {
 			t.Fatalf("poll: %v", err)
 		}
+		if len(seqs) >= n {
+			break
+		}
 		if err := d.Wait(20 * time.Millisecond); err != nil && !errors.Is(err, netdev.ErrTimeout) {
 			t.Fatalf("wait: %v", err)
 		}
