@@ -14,15 +14,19 @@ import (
 func mapArena(blockSize, blocks int, huge, populate bool) (*Arena, error) {
 	size := roundUp(blockSize*blocks, pageSize)
 	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
-	if populate {
-		flags |= unix.MAP_POPULATE
-	}
 	prot := unix.PROT_READ | unix.PROT_WRITE
 	if huge {
 		hsize := roundUp(size, hugePageSize)
-		if mem, err := unix.Mmap(-1, 0, hsize, prot, flags|unix.MAP_HUGETLB); err == nil {
+		hflags := flags | unix.MAP_HUGETLB
+		if populate {
+			hflags |= unix.MAP_POPULATE
+		}
+		if mem, err := unix.Mmap(-1, 0, hsize, prot, hflags); err == nil {
 			return &Arena{mem: mem[:size:size], blockSize: blockSize, blocks: blocks, huge: true}, nil
 		}
+	}
+	if populate && !huge {
+		flags |= unix.MAP_POPULATE
 	}
 	mem, err := unix.Mmap(-1, 0, size, prot, flags)
 	if err != nil {
@@ -30,7 +34,15 @@ func mapArena(blockSize, blocks int, huge, populate bool) (*Arena, error) {
 	}
 	a := &Arena{mem: mem, blockSize: blockSize, blocks: blocks}
 	if huge {
+		// Advise before the pages exist, so that populating faults in huge
+		// pages (MAP_POPULATE would have faulted in base pages first).
 		a.thp = unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil
+		if populate && unix.Madvise(mem, unix.MADV_POPULATE_WRITE) != nil {
+			// Kernels before 5.14: touch one byte per page.
+			for i := 0; i < len(mem); i += pageSize {
+				mem[i] = 0
+			}
+		}
 	}
 	return a, nil
 }

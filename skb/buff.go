@@ -100,18 +100,20 @@ type Allocator interface {
 // that follow the linear data, the GSO parameters, and dataref, the number of
 // Buffs sharing all of it.
 //
-// Fields before dataref are cleared in one store when the block is handed out
-// (seed 003, __alloc_skb); dataref is set to 1 after them.
+// The fields in hot are cleared in one store when the block is handed out
+// (seed 003, __alloc_skb: everything before dataref); the frag list and
+// destructor are already nil then, and dataref is set to 1 after them. The
+// frags array comes last: only the first nr_frags entries are ever read.
 type Shared struct {
 	hot        sharedHot
+	class      uint8 // read with hot when a buffer is freed: keep them in one cache line
+	home       Recycler
 	fragList   *Buff
 	destructor func(*Buff)
 	dataref    int32 // atomic, except in Reset where the block is not yet shared
-	frags      [MaxFrags]Frag
 	mem        []byte
 	addr       uint64
-	home       Recycler
-	class      uint8
+	frags      [MaxFrags]Frag
 }
 
 type sharedHot struct {
