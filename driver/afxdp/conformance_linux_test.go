@@ -9,14 +9,28 @@ import (
 	"github.com/skbdev/skb/lab/labtest"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/netdev/netdevtest"
+	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
 
 // TestConformance runs the netdev conformance suite over a lab: a
 // transmit-only device in A, a receiving device in B with native XDP. The
-// suite's pool has no contiguous class, so both run with a private UMEM and
-// copy (TestBetweenDevices covers the zero-copy path).
-func TestConformance(t *testing.T) {
+// suite's default pool has no contiguous class, so both run with a private
+// UMEM and copy; TestConformanceUMEM runs the suite again in a pool whose
+// frame class is the UMEM, so that frames go without a copy.
+func TestConformance(t *testing.T) { conformance(t, nil) }
+
+// TestConformanceUMEM runs the suite with the pool's 2 KiB class as the UMEM
+// shared by both devices: transmit and receive without copies (copybreak
+// copies land in the 512-byte class).
+func TestConformanceUMEM(t *testing.T) {
+	conformance(t, &pool.Config{
+		Classes:  []pool.Class{{Size: 512}, {Size: 2048, Max: 4096, Contiguous: true}},
+		Headroom: 256,
+	})
+}
+
+func conformance(t *testing.T, pc *pool.Config) {
 	l := labtest.New(t, lab.Options{})
 	f := frameTo(&l.A, &l.B)
 	hl := f.HeaderLen()
@@ -36,7 +50,7 @@ func TestConformance(t *testing.T) {
 		}
 		return binary.BigEndian.Uint32(data[fr.PayloadOffset:]), fr.End - fr.PayloadOffset, true
 	}
-	netdevtest.Run(t, func(t *testing.T, cfg netdev.Config) *netdevtest.Pair {
+	factory := func(t *testing.T, cfg netdev.Config) *netdevtest.Pair {
 		var tx, rx *Device
 		if err := l.A.Do(func() (err error) { tx, err = Open(l.A.Ifname, 0, Config{Config: cfg, TxOnly: true}); return err }); err != nil {
 			t.Fatal(err)
@@ -46,5 +60,10 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return &netdevtest.Pair{TX: tx, RX: rx, Fill: fillFrame, Seq: seqFrame, MaxPayload: l.A.MTU - 28}
-	})
+	}
+	if pc == nil {
+		netdevtest.Run(t, factory)
+		return
+	}
+	netdevtest.RunPool(t, *pc, factory)
 }
