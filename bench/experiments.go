@@ -40,7 +40,7 @@ func catalog() []Experiment {
 			Name: "burst", Seed: "002", Default: true,
 			Title:   "one doorbell per batch: UDP loopback, pktgen -> sink, 64 B",
 			Shows:   "burst 1 rings the doorbell (a sendmmsg) per datagram, burst 64 once per 64; GSO 64 sends 64 datagrams in one UDP_SEGMENT message, which the kernel builds in one pass; with GRO the receiver takes them in as one train. On a socket the system call is a small part of the kernel's ~3 us per datagram, so batching the calls gains little and batching inside the kernel (GSO, GRO) gains much.",
-			Metrics: []Metric{mRxPPS, mTxPPS, mAllocs},
+			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mAllocs},
 			variants: func(e *env) []variant {
 				t := map[string]Target{mAllocs.Name: noAllocs}
 				return []variant{
@@ -285,7 +285,7 @@ func catalog() []Experiment {
 			Name: "afxdp", Lab: true,
 			Title:   "AF_XDP -> AF_XDP over veth (native XDP redirect, copy mode), burst 64, receiver sleeping 50 us when empty",
 			Shows:   "the zero-copy-in-user-space path both ways; with threaded NAPI the receive work moves from the sender's CPU to a kernel thread the scheduler may put on the other CPU.",
-			Metrics: []Metric{mRxPPS, mTxPPS, mAllocs},
+			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU, mAllocs},
 			variants: func(e *env) []variant {
 				t := map[string]Target{mAllocs.Name: noAllocs}
 				return []variant{

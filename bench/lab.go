@@ -101,6 +101,7 @@ func afpacketRun(burst int, cRecv bool) func(context.Context, *env) (sample, err
 			}
 			s := r.sample()
 			s[mRxPPS.Name] = rf["pps"]
+			cpuPer(s, mRxCPU.Name, rf, "dgrams")
 			return s, nil
 		}
 		rx, err := openIn(&le.l.B, func() (*afpacket.Device, error) {
@@ -255,7 +256,9 @@ func cXskTxRun(k int) func(context.Context, *env) (sample, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sample{mTxPPS.Name: f["pps"]}, nil
+		s := sample{mTxPPS.Name: f["pps"]}
+		cpuPer(s, mTxCPU.Name, f, "pkts")
+		return s, nil
 	}
 }
 

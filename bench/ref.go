@@ -221,7 +221,8 @@ func cUDPRun(ctx context.Context, e *env, sendArgs, recvArgs []string) (sample, 
 	return cFigures(sout, rout)
 }
 
-// cFigures returns the tx and rx pps of a C sender's and receiver's output.
+// cFigures returns the tx and rx pps of a C sender's and receiver's output,
+// and the CPU time each process used per packet.
 func cFigures(sendOut, recvOut string) (sample, error) {
 	sf, err := parseFigures(sendOut, "SEND")
 	if err != nil {
@@ -234,7 +235,18 @@ func cFigures(sendOut, recvOut string) (sample, error) {
 	if rf["pps"] == 0 {
 		return nil, fmt.Errorf("%w: the C receiver counted nothing", ErrNoResult)
 	}
-	return sample{"tx pps": sf["pps"], "rx pps": rf["pps"]}, nil
+	s := sample{"tx pps": sf["pps"], "rx pps": rf["pps"]}
+	cpuPer(s, "tx cpu", sf, "pkts")
+	cpuPer(s, "rx cpu", rf, "dgrams")
+	return s, nil
+}
+
+// cpuPer sets s[metric] to the CPU time (cpu_user + cpu_sys, in seconds) of
+// a C program's figures f per packet counted in f[count], in nanoseconds.
+func cpuPer(s sample, metric string, f map[string]float64, count string) {
+	if n := f[count]; n > 0 {
+		s[metric] = (f["cpu_user"] + f["cpu_sys"]) * 1e9 / n
+	}
 }
 
 // cPingRun runs the C pingpong server (receiver CPU) and client (sender

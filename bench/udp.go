@@ -236,13 +236,14 @@ func udpConnRun(ctx context.Context, e *env, size int) (sample, error) {
 	_ = sc.SetWriteBuffer(sockBuf)
 	dst := rc.LocalAddr().(*net.UDPAddr)
 
-	started := make(chan struct{})
+	started, txStarted := make(chan struct{}), make(chan struct{})
 	var rxPkts uint64
 	var first, last time.Time
 	var stopRx = make(chan struct{})
 	rxDone := pinned(e.receiver, func() {
 		close(started)
 		buf := make([]byte, 2048)
+		<-txStarted
 		for {
 			select {
 			case <-stopRx:
@@ -271,7 +272,8 @@ func udpConnRun(ctx context.Context, e *env, size int) (sample, error) {
 	var txPkts uint64
 	var txErr error
 	var txSecs float64
-	<-pinned(e.sender, func() {
+	txCPU := <-pinned(e.sender, func() {
+		close(txStarted)
 		buf := make([]byte, size)
 		start := time.Now()
 		deadline := start.Add(e.dur)
@@ -292,16 +294,17 @@ func udpConnRun(ctx context.Context, e *env, size int) (sample, error) {
 	// Let the receiver drain its socket.
 	time.Sleep(60 * time.Millisecond)
 	close(stopRx)
-	<-rxDone
+	rxCPU := <-rxDone
 	if txPkts == 0 {
 		if txErr != nil {
 			return nil, txErr
 		}
 		return nil, errNoPackets("net.UDPConn")
 	}
-	s := sample{"tx pps": float64(txPkts) / txSecs}
+	s := sample{"tx pps": float64(txPkts) / txSecs, "tx cpu": float64(txCPU.Nanoseconds()) / float64(txPkts)}
 	if rxPkts > 1 && last.After(first) {
 		s["rx pps"] = float64(rxPkts) / last.Sub(first).Seconds()
+		s["rx cpu"] = float64(rxCPU.Nanoseconds()) / float64(rxPkts)
 	}
 	return s, nil
 }
