@@ -1,8 +1,10 @@
 package pool_test
 
 import (
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
@@ -118,4 +120,48 @@ func BenchmarkCloneAllocator(b *testing.B) {
 		c.Free(n)
 	}
 	c.Free(x)
+}
+
+// BenchmarkAllocFreeVsSyncPool measures AllocFree and SyncPool in alternating
+// rounds of 20000 operations within one benchmark, so that both see the same
+// machine (these 2-vCPU machines run twice as slow while the other vCPU is
+// busy), and reports each one's median ns/op and the median of the
+// per-round ratios (ratio: AllocFree time / SyncPool time). The issue's
+// target is ratio <= 0.7.
+func BenchmarkAllocFreeVsSyncPool(b *testing.B) {
+	_, c := benchPool(b)
+	sp := sync.Pool{New: func() any { s := make([]byte, 2048); return &s }}
+	const round = 20000
+	var ours, theirs, ratios []float64
+	b.ReportAllocs()
+	for i := 0; i < b.N; i += 2 * round {
+		t0 := time.Now()
+		for range round {
+			x, err := c.Alloc(1500)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.Free(x)
+		}
+		t1 := time.Now()
+		for range round {
+			x := sp.Get().(*[]byte)
+			sp.Put(x)
+		}
+		t2 := time.Now()
+		a, s := float64(t1.Sub(t0))/round, float64(t2.Sub(t1))/round
+		ours, theirs, ratios = append(ours, a), append(theirs, s), append(ratios, a/s)
+	}
+	b.ReportMetric(median(ours), "skb-ns/op")
+	b.ReportMetric(median(theirs), "syncpool-ns/op")
+	b.ReportMetric(median(ratios), "ratio")
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

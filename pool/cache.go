@@ -20,7 +20,8 @@ type counters struct {
 type cacheClass struct {
 	free      []*skb.Buff
 	blockSize int
-	st        counters
+	st        counters // buffers (block and header together) allocated and freed, refills
+	blk       counters // blocks alone (AllocShared, RecycleShared)
 }
 
 // fragState is a Cache's page-frag allocator state: the current page, on which
@@ -48,7 +49,7 @@ type Cache struct {
 	ncls     int
 	cls      [maxClasses]cacheClass
 	hdrs     []*skb.Buff
-	hdrSt    counters
+	hdrSt    counters // headers alone (clones, AllocBuff, RecycleBuff)
 	frag     fragState
 	closed   bool
 }
@@ -109,7 +110,6 @@ func (c *Cache) Alloc(size int) (*skb.Buff, error) {
 	cc.free = cc.free[:n]
 	b.Reuse(c.headroom)
 	cc.st.allocs.inc()
-	c.hdrSt.allocs.inc()
 	if c.debug {
 		c.p.dbg.alloc(b, 2)
 	}
@@ -137,7 +137,6 @@ func (c *Cache) AllocN(bs []*skb.Buff, size int) (int, error) {
 		cc.free = cc.free[:n]
 		b.Reuse(c.headroom)
 		cc.st.allocs.inc()
-		c.hdrSt.allocs.inc()
 		if c.debug {
 			c.p.dbg.alloc(b, 2)
 		}
@@ -163,7 +162,6 @@ func (c *Cache) Free(b *skb.Buff) {
 			}
 			cc.free = append(cc.free, b)
 			cc.st.frees.inc()
-			c.hdrSt.frees.inc()
 			return
 		}
 	}
@@ -194,7 +192,6 @@ func (c *Cache) Free(b *skb.Buff) {
 	}
 	cc.free = append(cc.free, b)
 	cc.st.frees.inc()
-	c.hdrSt.frees.inc()
 }
 
 // FreeN frees every buffer in bs as Free does and clears bs. FreeN takes
@@ -261,7 +258,7 @@ func (c *Cache) AllocShared(size int) (*skb.Shared, error) {
 	s := h.Detach()
 	c.pushHdr(h)
 	s.Reset()
-	cc.st.allocs.inc()
+	cc.blk.allocs.inc()
 	return s, nil
 }
 
@@ -282,7 +279,7 @@ func (c *Cache) RecycleShared(s *skb.Shared) {
 		c.drain(s.Class())
 	}
 	cc.free = append(cc.free, h)
-	cc.st.frees.inc()
+	cc.blk.frees.inc()
 }
 
 // RecycleBuff takes back a header (skb.Recycler); headers of another pool go
@@ -406,6 +403,9 @@ func (c *Cache) Close() {
 	}
 	for i := range c.ncls {
 		addCounters(&p.retiredCls[i], &c.cls[i].st)
+		addCounters(&p.retiredCls[i], &c.cls[i].blk)
+		addCounters(&p.retiredHdr, &c.cls[i].st)
+		p.retiredHdr.misses.Add(-c.cls[i].st.misses.load())
 	}
 	addCounters(&p.retiredHdr, &c.hdrSt)
 	p.mu.Unlock()

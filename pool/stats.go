@@ -73,12 +73,18 @@ func (p *Pool) Stats() Stats {
 		cs.addShared(&p.direct[i])
 		for _, k := range caches {
 			cs.add(&k.cls[i].st)
+			cs.add(&k.cls[i].blk)
 		}
 	}
 	st.Headers.addShared(&p.retiredHdr)
 	st.Headers.addShared(&p.directHdr)
 	for _, k := range caches {
 		st.Headers.add(&k.hdrSt)
+		// A buffer allocated or freed whole is a header too.
+		for i := range k.ncls {
+			st.Headers.Allocs += k.cls[i].st.allocs.load()
+			st.Headers.Frees += k.cls[i].st.frees.load()
+		}
 	}
 	p.mu.Unlock()
 	for i, c := range p.classes {
