@@ -25,6 +25,10 @@ const (
 	// DefaultIdle is how long a sink waits, once traffic was seen, for
 	// more before it stops.
 	DefaultIdle = time.Second
+	// SleepSpan is how long after its last packet a sink with
+	// SinkConfig.Sleep keeps sleeping between polls before it waits to be
+	// woken again.
+	SleepSpan = time.Millisecond
 	// waitSlice is the longest a receiving engine sleeps in Wait before it
 	// looks at its clock (bounds, interval, context). It is constant so
 	// that a driver which sets a socket timeout per value (driver/udp) sets
@@ -43,6 +47,15 @@ type SinkConfig struct {
 	// Spin polls again at once after an empty Poll instead of sleeping in
 	// the device's Wait: lower latency, one core busy all the time.
 	Spin bool
+
+	// Sleep, when positive, sleeps this long after an empty Poll instead
+	// of waiting in the device's Wait, as long as traffic flows (a packet
+	// came in the last SleepSpan): the sink is then not woken by the
+	// kernel, so the sender's CPU does no wake-up work per packet (on
+	// loopback it also does the receiver's softirq work), at the price of
+	// up to Sleep of latency. Idle for longer, the sink waits in Wait
+	// again, as NAPI goes back to interrupts. Ignored with Spin.
+	Sleep time.Duration
 
 	// Duration bounds the run (0 means DefaultSinkDuration); Idle stops it
 	// after this long without a packet once one was seen (0 means
@@ -182,6 +195,8 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 		return nil, fmt.Errorf("traffic: sink: %w: ports %d to %d", ErrConfig, cfg.Port, int(cfg.Port)+s.ports-1)
 	case s.budget < 1:
 		return nil, fmt.Errorf("traffic: sink: %w: budget %d", ErrConfig, cfg.Budget)
+	case cfg.Sleep < 0:
+		return nil, fmt.Errorf("traffic: sink: %w: sleep %v is negative", ErrConfig, cfg.Sleep)
 	case s.dur < 0:
 		return nil, fmt.Errorf("traffic: sink: %w: duration %v is negative", ErrConfig, cfg.Duration)
 	case s.every < 0:
@@ -320,7 +335,12 @@ loop:
 			default:
 			}
 		}
-		if n == 0 && !s.cfg.Spin {
+		// A Poll that handed over less than its budget drained the
+		// queue: polling again at once would find it empty.
+		drained := n < s.budget
+		if drained && !s.cfg.Spin && s.cfg.Sleep > 0 && s.seen && now-s.last < max(SleepSpan, s.cfg.Sleep) {
+			sleep(s.cfg.Sleep)
+		} else if drained && !s.cfg.Spin {
 			err := s.dev.Wait(min(waitSlice, deadline-now))
 			if err != nil && !errors.Is(err, netdev.ErrTimeout) {
 				runErr = err

@@ -103,6 +103,8 @@ type pingpongResultJSON struct {
 	BusyPoll    bool    `json:"busy_poll"`
 	Dev         string  `json:"dev"`
 	Connect     string  `json:"connect"`
+	CPUUser     float64 `json:"cpu_user"`
+	CPUSys      float64 `json:"cpu_sys"`
 }
 
 type echoIntervalJSON struct {
@@ -305,7 +307,8 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			fmt.Fprintf(w, "%d requests lost (no reply within %v)\n", r.Lost, o.timeout)
 		}
 	} else {
-		p.line("", pingpongResultJSON{Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
+		cu, cs := cpuTimes()
+		p.line("", pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
 			UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
 			Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Size: r.Size, BusyPoll: o.busy,
 			Dev: spec.String(), Connect: dst.String()})

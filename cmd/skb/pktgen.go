@@ -135,6 +135,8 @@ type pktgenResultJSON struct {
 	GSO        bool    `json:"gso"`
 	Rate       float64 `json:"rate,omitempty"`
 	FirstError string  `json:"first_error,omitempty"`
+	CPUUser    float64 `json:"cpu_user"`
+	CPUSys     float64 `json:"cpu_sys"`
 }
 
 func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
@@ -242,6 +244,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	if o.imix == "" {
 		j.Size = o.size
 	}
+	j.CPUUser, j.CPUSys = cpuTimes()
 	if r.FirstErr != nil {
 		j.FirstError = r.FirstErr.Error()
 	}

@@ -145,6 +145,8 @@ func TestPktgenSinkJSON(t *testing.T) {
 		{"gso gro", 1, []string{"-n", "6400", "-r", "100000", "--gso"}, []string{"--gro"}, 6400, 100},
 		{"4 flows", 4, []string{"-n", "2000", "-r", "20000", "-b", "8", "--flows", "4"}, []string{"--flows", "4"}, 2000, 250},
 		{"imix", 1, []string{"-n", "1200", "-r", "20000", "--imix", "imix"}, []string{"--copybreak", "0"}, 1200, 1200},
+		{"sink waits", 1, []string{"-n", "2000", "-r", "20000", "-b", "4"}, []string{"--sleep", "0"}, 2000, 500},
+		{"sink spins", 1, []string{"-n", "2000", "-r", "20000", "-b", "4"}, []string{"--spin"}, 2000, 500},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,6 +283,8 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"sink", "--listen", "255.255.255.255:9000"}, "broadcast"},
 		{[]string{"sink", "--listen", "127.0.0.1"}, "want IP:PORT"},
 		{[]string{"sink", "--copybreak", "-1"}, "--copybreak -1"},
+		{[]string{"sink", "--spin", "--sleep", "10us"}, "not both"},
+		{[]string{"sink", "--sleep", "5s"}, "--sleep 5s"},
 		{[]string{"sink", "--duration", "-1s"}, "--duration -1s"},
 		{[]string{"sink", "--dev", "memring"}, "memring"},
 		{[]string{"sink", "--dev", "afpacket:nosuchif0"}, "no interface"},
