@@ -200,7 +200,7 @@ func catalog() []Experiment {
 			Name: "udpconn", Default: true,
 			Title:   "skb's UDP path vs a plain net.UDPConn loop (WriteToUDP -> ReadFromUDP), 64 B",
 			Shows:   "the Go program skb replaces: one WriteToUDP and one ReadFromUDP per datagram through the runtime's poller, against skb's sender and receiver with one datagram per doorbell, and with GSO and GRO.",
-			Metrics: []Metric{mRxPPS, mTxPPS},
+			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				return []variant{
 					{name: "net.UDPConn", run: func(ctx context.Context, e *env) (sample, error) { return udpConnRun(ctx, e, 64) }},
@@ -213,8 +213,8 @@ func catalog() []Experiment {
 		{
 			Name: "c-udp", Ref: true,
 			Title:   "skb beside the C reference on UDP loopback (udp_send -> udp_recv), 64 B",
-			Shows:   "each skb variant runs interleaved with the C program doing the same (sendto/recvfrom, sendmmsg/recvmmsg 64, UDP_SEGMENT, UDP_GRO); the ratio is skb over C.",
-			Metrics: []Metric{mRxPPS, mTxPPS},
+			Shows:   "each skb variant runs interleaved with the C program doing the same (sendto/recvfrom, sendmmsg/recvmmsg 64, UDP_SEGMENT, UDP_GRO); the ratio is skb over C. tx cpu and rx cpu are the CPU time per packet of the sending and the receiving thread (of the C program, from its getrusage).",
+			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				c := func(name string, send, recv []string) variant {
 					return variant{name: name, run: func(ctx context.Context, e *env) (sample, error) { return cUDPRun(ctx, e, send, recv) }}
@@ -259,7 +259,7 @@ func catalog() []Experiment {
 			Name: "afpacket", Lab: true,
 			Title:   "AF_PACKET over veth: pktgen (sendmmsg) -> sink (TPACKET_V3 ring), 64 B payloads",
 			Shows:   "a link-layer sender and receiver in two namespaces: one doorbell per frame vs per 64 frames. On veth the receive side's softirq runs on the sender's CPU.",
-			Metrics: []Metric{mRxPPS, mTxPPS, mAllocs},
+			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU, mAllocs},
 			variants: func(e *env) []variant {
 				t := map[string]Target{mAllocs.Name: noAllocs}
 				return []variant{
@@ -272,7 +272,7 @@ func catalog() []Experiment {
 			Name: "afxdp-tx", Seed: "002", Lab: true,
 			Title:   "AF_XDP transmit only over veth: a kick per frame vs per 64 frames",
 			Shows:   "seed 002 with a real doorbell: every kick is a sendto system call into the kernel's copy-mode transmit; burst 64 kicks once per 64 descriptors (the kernel takes 32 per call).",
-			Metrics: []Metric{mTxPPS, mAllocs},
+			Metrics: []Metric{mTxPPS, mTxCPU, mAllocs},
 			variants: func(e *env) []variant {
 				return []variant{
 					{name: "burst 1", run: afxdpTxRun(1), targets: map[string]Target{mAllocs.Name: noAllocs}},
@@ -298,7 +298,7 @@ func catalog() []Experiment {
 			Name: "c-afpacket", Lab: true, Ref: true,
 			Title:   "AF_PACKET transmit beside the C reference: sendmmsg 64 into a TPACKET_V3 receiver",
 			Shows:   "afp_send -m mmsg -b 64 and skb's pktgen, each into the C receiver afp_recv (so only the sender differs), and skb into skb's own sink; the ratio is over the C pair.",
-			Metrics: []Metric{mRxPPS, mTxPPS},
+			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				return []variant{
 					{name: "C afp_send -> afp_recv", run: cAFPacketRun},
@@ -312,7 +312,7 @@ func catalog() []Experiment {
 			Name: "c-afxdp-tx", Lab: true, Ref: true,
 			Title:   "AF_XDP transmit only beside the C reference (xsk_tx -k 1 and -k 64)",
 			Shows:   "the same doorbell policy in C and in skb; the ratio is skb over C with the same kick.",
-			Metrics: []Metric{mTxPPS},
+			Metrics: []Metric{mTxPPS, mTxCPU},
 			variants: func(e *env) []variant {
 				return []variant{
 					{name: "C xsk_tx -k 1", run: cXskTxRun(1)},
@@ -327,7 +327,7 @@ func catalog() []Experiment {
 			Name: "c-afxdp", Lab: true, Ref: true,
 			Title:   "AF_XDP -> AF_XDP beside the C reference (xsk_tx -k 64 -> xsk_rx -w usleep:50)",
 			Shows:   "the same waiting policy on both: the receiver sleeps 50 us when its ring is empty. The ratio is skb over C.",
-			Metrics: []Metric{mRxPPS, mTxPPS},
+			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				return []variant{
 					{name: "C xsk_tx -> xsk_rx", run: cXskRun},
