@@ -28,14 +28,17 @@
 // message and an iovec per datagram, within the kernel's limits (64
 // segments, 64 KiB per message): the kernel then builds all the datagrams in
 // one pass, which is what makes a UDP socket fast (one send, many
-// datagrams). A buffer that is already a GSO super-packet (GSOSize set,
+// datagrams). Datagrams shorter than 256 bytes are copied into one staging
+// buffer instead, one iovec per run, since the kernel's cost per iovec
+// exceeds such a copy. A buffer that is already a GSO super-packet (GSOSize set,
 // GSOType skb.GSOUDPL4) is sent as such, or cut into datagrams by the driver
 // when GSO is off. A GSO send failing with EIO, EINVAL or EMSGSIZE turns GSO
 // off for the socket, counted in gso_fallback_<reason>, and the same
 // datagrams are sent again plainly.
 //
 //	Xmit(b1,true) ... Xmit(b64,false)   GSO off: sendmmsg of 64 messages
-//	                                    GSO on:  sendmmsg of 1 message, 64 iovecs, UDP_SEGMENT
+//	                                    GSO on:  sendmmsg of 1 message, UDP_SEGMENT,
+//	                                             64 iovecs (1 staged under 256 bytes)
 //
 // # Destinations
 //

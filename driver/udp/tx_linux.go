@@ -32,6 +32,28 @@ type txq struct {
 	msgs []txMsg
 	iov  []unix.Iovec
 	ctrl []byte // one UDP_SEGMENT cmsg slot per message
+
+	// stage holds copies of the small datagrams of GSO runs, each run sent
+	// as one iovec (see stageBelow).
+	stage []byte
+}
+
+// stageBelow is the datagram size under which the datagrams of a GSO run
+// are copied into one staging buffer and sent as one iovec: for datagrams
+// this small, the kernel's cost per iovec (an iov_iter step and a user
+// access window each in copy_from_iter) exceeds the copy. Measured with
+// 64-byte datagrams into a UDP_GRO socket on loopback, in 8 pairs of runs:
+// 5.2-6.8 M datagrams/s staged against 3.4-5.8 M with an iovec each, the
+// staged run ahead in every pair.
+const stageBelow = 256
+
+// stageCopy copies p's data into dst and returns its length.
+func stageCopy(dst []byte, p *txPkt) int {
+	if !p.b.IsNonlinear() {
+		return copy(dst, p.b.Data())
+	}
+	p.b.CopyBits(0, dst[:p.n])
+	return int(p.n)
 }
 
 // txPkt is one queued packet.
@@ -66,6 +88,7 @@ func (t *txq) init(batch int) {
 	t.msgs = make([]txMsg, batch)
 	t.iov = make([]unix.Iovec, max(maxIovPerMsg, 4*batch))
 	t.ctrl = make([]byte, batch*ctrlSlot)
+	t.stage = make([]byte, min(batch, MaxGSOSegments)*stageBelow)
 }
 
 // Static errors of the transmit path, so that a drop allocates nothing.
@@ -77,8 +100,10 @@ var (
 )
 
 // Xmit queues b, one UDP datagram whose payload is b's data (linear data,
-// frags and frag list, gathered with iovecs and not copied; a buffer in more
-// than 1024 pieces, UIO_MAXIOV, is linearized first), and rings the
+// frags and frag list, gathered with iovecs and not copied, except that the
+// datagrams of a GSO run shorter than 256 bytes are copied into one staging
+// buffer, and that a buffer in more than 1024 pieces, UIO_MAXIOV, is
+// linearized first), and rings the
 // doorbell, one sendmmsg(2) of the queue, when more is false or the queue
 // is full (ndo_start_xmit with xmit_more). On a connected device the
 // datagram goes to Remote; on an unconnected one to the destination last set
@@ -428,7 +453,7 @@ func (d *Device) segsFrom(pos txPos) int {
 // them, and returns how many it made (at least one while packets remain).
 func (d *Device) build(pos *txPos) int {
 	t := &d.tx
-	m, niov := 0, 0
+	m, niov, stage := 0, 0, 0
 	for pos.pkt < t.n && m < len(t.hdrs) {
 		p := &t.pkts[pos.pkt]
 		if niov+int(p.niov) > len(t.iov) {
@@ -465,6 +490,16 @@ func (d *Device) build(pos *txPos) int {
 			}
 			if msg.segs > 1 {
 				gsoSize = int(p.n)
+				if gsoSize < stageBelow && stage+int(msg.bytes) <= len(t.stage) {
+					// Small datagrams: one copy into the staging buffer
+					// costs less than an iovec each in the kernel.
+					iv = iv[:0]
+					s0 := stage
+					for k := first; k < j; k++ {
+						stage += stageCopy(t.stage[stage:], &t.pkts[k])
+					}
+					iv = append(iv, iovec(t.stage[s0:stage]))
+				}
 			} else {
 				msg.simple = p.niov == 1 && !p.b.IsNonlinear()
 			}
