@@ -15,11 +15,13 @@ import (
 	"github.com/skbdev/skb/traffic"
 )
 
-// sinkSleep is the sink's default sleep between polls while traffic flows:
-// measured on loopback against waiting to be woken, it raised the rate of a
-// 64-byte stream by half and halved the receiver's CPU per packet, because
-// a sender whose receiver is never woken does no wake-up work (the C
-// reference's AF_XDP receiver sleeps 50 µs the same way).
+// sinkSleep is the sink's default sleep between polls while traffic flows.
+// Measured on loopback (64-byte datagrams from pktgen, sender and sink
+// pinned to two CPUs, medians of 8 alternating runs) against waiting to be
+// woken, it raised the rate by a fifth (1.23x at burst 1, 1.20x at burst 64)
+// and cut the sink's CPU per packet by 40%: a sender whose receiver is not
+// asleep does no wake-up work. The C reference's AF_XDP receiver sleeps
+// 50 µs the same way.
 const sinkSleep = 50 * time.Microsecond
 
 // sinkRcvBuf is the UDP socket's receive buffer, as the C reference's
