@@ -43,6 +43,7 @@ sends -s bytes, waits for the echo, and repeats -n times after a warm-up of
 n/10 (at most 1000) unmeasured round trips, then prints ibv_rc_pingpong's two
 lines and the p50, p99 and p99.9 round trip times.
 
+Both sides default to 127.0.0.1:9100, the C reference pingpong's port.
 --busy-poll spins on the device's poll instead of sleeping while waiting: no
 wake-up on the reply's path, one core kept busy. Give it on both sides to
 measure the spinning floor.

@@ -46,7 +46,9 @@ from. It prints one line per second and a result line: packets, bytes,
 seconds, pps, Mbit/s, errors (packets not sent) and doorbells, from the
 device's counters.
 
-Every run is bounded: by --duration (default 5s) and, when given, --count.
+The default destination, 127.0.0.1:9000, is the C reference udp_send's port
+(and skb sink's default). Every run is bounded: by --duration (default 5s)
+and, when given, --count.
 Sizes are UDP payload bytes. The flows are destination ports PORT to
 PORT+N-1. --burst N rings the doorbell once per N packets (xmit_more);
 --gso sends each burst as one UDP GSO super-packet (udp device only).
