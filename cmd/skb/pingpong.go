@@ -28,6 +28,7 @@ type pingpongOpts struct {
 	idle     time.Duration
 	timeout  time.Duration
 	count    uint64
+	budget   int
 }
 
 func pingpongCmd() *cobra.Command {
@@ -70,6 +71,7 @@ came, as the C reference server) and --count.`,
 	fs.BoolVar(&o.busy, "busy-poll", false, "spin on the device's poll instead of sleeping while waiting")
 	fs.DurationVarP(&o.duration, "duration", "t", 0, "stop after this long (default 5s for the client, 10s for the server)")
 	fs.DurationVar(&o.idle, "idle", traffic.DefaultEchoIdle, "server: stop after this long without a request, once one came")
+	fs.IntVar(&o.budget, "budget", 0, fmt.Sprintf("packets per poll (default 1 for the client, %d for the server)", traffic.DefaultBudget))
 	fs.Uint64Var(&o.count, "count", 0, "server: stop after answering N packets (0: no limit)")
 	fs.DurationVar(&o.timeout, "timeout", traffic.DefaultReplyTimeout, "client: how long to wait for each reply")
 	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process with an echo on its other end: the engine's own cost)")
@@ -147,6 +149,8 @@ func (o *pingpongOpts) check(cmd *cobra.Command) error {
 		return fmt.Errorf("pingpong: --duration %v: want a positive duration (every run is bounded)", o.duration)
 	case o.idle <= 0:
 		return fmt.Errorf("pingpong: --idle %v: want a positive duration", o.idle)
+	case o.budget < 0 || o.budget > 1<<16:
+		return fmt.Errorf("pingpong: --budget %d: want 1 to 65536", o.budget)
 	case o.timeout <= 0:
 		return fmt.Errorf("pingpong: --timeout %v: want a positive duration", o.timeout)
 	}
@@ -171,7 +175,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if spec.kind == devMemring {
 		return errors.New("pingpong: --dev memring runs its own echo: give it to the client, without --server")
 	}
-	cfg := traffic.EchoConfig{Spin: o.busy, Duration: o.duration, Idle: o.idle, Count: o.count}
+	cfg := traffic.EchoConfig{Spin: o.busy, Duration: o.duration, Idle: o.idle, Count: o.count, Budget: o.budget}
 	var dev netdev.Device
 	if spec.kind == devUDP {
 		d, err := udp.Open(udp.Config{Local: listen})
@@ -236,7 +240,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return errors.New("pingpong: --dst-mac needs a link-layer device (afpacket or afxdp)")
 	}
 	cfg := traffic.PingPongConfig{Size: o.size, Iters: o.iters, Warmup: o.warmup, Duration: o.duration,
-		Timeout: o.timeout, BusyPoll: o.busy}
+		Timeout: o.timeout, BusyPoll: o.busy, Budget: o.budget}
 	var dev netdev.Device
 	var closeDev closer
 	switch spec.kind {
