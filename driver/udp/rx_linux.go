@@ -200,7 +200,14 @@ func (d *Device) recvOne(flags int) (int, error) {
 		switch {
 		case flags&unix.MSG_DONTWAIT != 0 && !d.gro:
 			p := r.bufs[0].Head()[d.headroom : d.headroom+r.recvSize]
-			n, err = mmsg.RecvfromNow(d.fd, p, flags|unix.MSG_TRUNC, &r.batch.Names[0], &h.Hdr.Namelen)
+			if d.connected {
+				// The source can only be Remote: no address to copy out.
+				if n, err = mmsg.RecvfromNow(d.fd, p, flags|unix.MSG_TRUNC, nil, nil); err == nil {
+					h.Hdr.Namelen = 0
+				}
+			} else {
+				n, err = mmsg.RecvfromNow(d.fd, p, flags|unix.MSG_TRUNC, &r.batch.Names[0], &h.Hdr.Namelen)
+			}
 			if err == nil {
 				r.unsynced = true
 				h.Hdr.SetControllen(0)
@@ -415,6 +422,11 @@ func (d *Device) Src() netip.AddrPort {
 	r := &d.rx
 	if r.cur < 0 {
 		return netip.AddrPort{}
+	}
+	if d.connected && r.batch.Hdrs[r.cur].Hdr.Namelen == 0 {
+		// A busy-polling probe of a connected socket skips the address:
+		// the kernel delivers only Remote's datagrams.
+		return d.remote
 	}
 	return mmsg.AddrPort(&r.batch.Names[r.cur], r.batch.Hdrs[r.cur].Hdr.Namelen)
 }

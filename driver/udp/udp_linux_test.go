@@ -599,18 +599,19 @@ func TestDualStack(t *testing.T) {
 
 // TestKernelPeer talks to the kernel through a plain net.UDPConn on the
 // other end, in both directions, with GSO on the sending device (the kernel
-// segments) and GRO on the receiving one.
+// segments) and GRO and busy polling on the receiving one.
 func TestKernelPeer(t *testing.T) {
 	for _, fam := range families {
 		for _, offload := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/offload=%v", fam.name, offload), func(t *testing.T) {
+			busy := map[bool]time.Duration{false: 0, true: 20 * time.Microsecond}[offload]
+			t.Run(fmt.Sprintf("%s/offload=%v/busy=%v", fam.name, offload, busy), func(t *testing.T) {
 				conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(fam.addr))
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer conn.Close()
 				peer := conn.LocalAddr().(*net.UDPAddr).AddrPort()
-				d := openT(t, Config{Local: fam.addr, Remote: peer, GSO: offload, GRO: offload, RcvBuf: 1 << 20})
+				d := openT(t, Config{Local: fam.addr, Remote: peer, GSO: offload, GRO: offload, RcvBuf: 1 << 20, BusyPoll: busy})
 				// Device -> kernel socket.
 				const n = 50
 				sendRun(t, d, 0, n, 1200)

@@ -50,7 +50,8 @@ func RecvmsgNow(fd int, h *unix.Msghdr, flags int) (int, error) {
 // sleeping (flags must hold MSG_DONTWAIT; add MSG_TRUNC to learn the length
 // of a datagram longer than p) through RawSyscall6, storing the source in
 // name and its length in *namelen, which must hold the size of name on
-// entry. It returns the datagram's length. It is the cheapest receive the
+// entry; name and namelen may both be nil, for no address. It returns the
+// datagram's length. It is the cheapest receive the
 // kernel offers (no msghdr, no iovec array, no control messages), for a
 // busy-polling probe. The error is a unix.Errno and is not allocated.
 func RecvfromNow(fd int, p []byte, flags int, name *unix.RawSockaddrInet6, namelen *uint32) (int, error) {
