@@ -76,6 +76,9 @@ const (
 	DefaultCopybreak = 256
 	// CopybreakOff, as Config.Copybreak, turns copybreak off.
 	CopybreakOff = -1
+	// NoHeadroom, as Config.Headroom, asks for receive buffers with no
+	// headroom at all.
+	NoHeadroom = -1
 	// DefaultBatch is the transmit ring's depth and the receive batch: the
 	// most packets one doorbell or one receive call moves.
 	DefaultBatch = 64
@@ -88,7 +91,7 @@ type Config struct {
 	// pool, closed with the device.
 	Pool *pool.Pool
 	// Headroom is reserved in every receive buffer, in bytes; 0 means
-	// DefaultHeadroom.
+	// DefaultHeadroom and NoHeadroom means none.
 	Headroom int
 	// Copybreak is the receive copybreak threshold in bytes: 0 means
 	// DefaultCopybreak, CopybreakOff turns it off.
@@ -110,10 +113,14 @@ func (c Config) CopybreakThreshold() int {
 	return c.Copybreak
 }
 
-// HeadroomBytes returns the effective headroom: DefaultHeadroom for 0.
+// HeadroomBytes returns the effective headroom: DefaultHeadroom for 0, and 0
+// for NoHeadroom (or any negative value).
 func (c Config) HeadroomBytes() int {
-	if c.Headroom <= 0 {
+	switch {
+	case c.Headroom == 0:
 		return DefaultHeadroom
+	case c.Headroom < 0:
+		return 0
 	}
 	return c.Headroom
 }

@@ -179,6 +179,7 @@ const (
 // Fields in meta are cleared in one store at allocation (seed 003).
 type Buff struct {
 	m      meta
+	cb     [CBSize]byte
 	next   *Buff
 	head   []byte
 	data   uint32
@@ -315,15 +316,29 @@ func (b *Buff) Head() []byte { return b.head }
 func (b *Buff) Next() *Buff { return b.next }
 
 // Reserve moves data and tail n bytes forward on an empty buffer, making n
-// bytes of headroom (skb_reserve). It panics if b holds data or n does not fit.
+// more bytes of headroom (skb_reserve); a negative n gives headroom back, as
+// skb_reserve(skb, -len) does. It panics if b holds data or the new data
+// offset falls outside the block.
 func (b *Buff) Reserve(n int) {
 	b.checkLive()
-	if b.m.len != 0 || n < 0 || uint64(b.tail)+uint64(n) > uint64(b.end) {
+	d := int64(b.data) + int64(n)
+	if b.m.len != 0 || d < 0 || d > int64(b.end) {
 		panic(misuse{b, opReserve, n, 0})
 	}
-	b.data += uint32(n)
-	b.tail += uint32(n)
+	b.data = uint32(d)
+	b.tail = uint32(d)
 }
+
+// CBSize is the size of a buffer's control block, in bytes (the kernel's
+// skb->cb[48]).
+const CBSize = 48
+
+// CB returns the buffer's control block: scratch space for whichever layer
+// owns the buffer now (a driver keeps a packet's source address there, a
+// tunnel its peer), as skb->cb is. It is not cleared at allocation; Clone and
+// the copies copy it. The returned array is part of b and is valid until b is
+// freed.
+func (b *Buff) CB() *[CBSize]byte { return &b.cb }
 
 // Put extends the linear data by n bytes at the tail and returns them
 // (skb_put). The returned slice aliases b and is valid until b is changed,
@@ -431,12 +446,14 @@ func (m misuse) Error() string {
 	b, n := m.b, m.n
 	why := "past the end"
 	switch {
-	case n < 0:
+	case n < 0 && m.op != opReserve:
 		why = "is negative"
 	case m.op == opPush && uint(n) > uint(b.data):
 		why = "past the headroom"
 	case m.op == opReserve && b.m.len != 0:
 		why = "on a buffer holding data"
+	case m.op == opReserve && int(b.data)+n < 0:
+		why = "past the headroom"
 	case m.op == opReuse && b.state != stateFree:
 		why = "on a buffer in use"
 	case m.op == opPut && uint64(b.tail)+uint64(n) > uint64(b.end):

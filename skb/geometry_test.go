@@ -59,15 +59,17 @@ func TestGeometry(t *testing.T) {
 		{"trim", func() { b.Trim(4) }, 143, 4, end - 147, "chel"},
 		{"trim longer is a no-op", func() { b.Trim(100) }, 143, 4, end - 147, "chel"},
 		{"put zero", func() { b.Put(0) }, 143, 4, end - 147, "chel"},
-		{"push all headroom", func() { b.Push(143) }, 0, 147, end - 147, ""},
+		{"push all headroom", func() { b.Push(143) }, 0, 147, end - 147, "*"},
 		{"pull it back", func() { b.Pull(143) }, 143, 4, end - 147, "chel"},
+		{"trim to empty", func() { b.Trim(0) }, 143, 0, end - 143, ""},
+		{"give headroom back", func() { b.Reserve(-143) }, 0, 0, end, ""},
 	}
 	for _, s := range steps {
 		s.op()
 		if b.Headroom() != s.headroom || b.Len() != s.len || b.HeadLen() != s.len || b.Tailroom() != s.tailroom {
 			t.Fatalf("%s: headroom %d len %d headlen %d tailroom %d; want %d %d %d", s.name, b.Headroom(), b.Len(), b.HeadLen(), b.Tailroom(), s.headroom, s.len, s.tailroom)
 		}
-		if s.data != "" && string(b.Data()) != s.data {
+		if s.data != "*" && string(b.Data()) != s.data {
 			t.Fatalf("%s: data %q, want %q", s.name, b.Data(), s.data)
 		}
 	}
@@ -96,6 +98,7 @@ func TestMisusePanics(t *testing.T) {
 		{"negative trim", func(b *skb.Buff) { b.Trim(-1) }, []string{"trim -1"}},
 		{"reserve on data", func(b *skb.Buff) { b.Put(1); b.Reserve(1) }, []string{"reserve 1 on a buffer holding data"}},
 		{"reserve past end", func(b *skb.Buff) { b.Reserve(5000) }, []string{"reserve 5000 past the end"}},
+		{"reserve before head", func(b *skb.Buff) { b.Reserve(-129) }, []string{"reserve -129 past the headroom"}},
 		{"put on shared", func(b *skb.Buff) {
 			n := c.Clone(b)
 			defer c.Free(n)
@@ -257,8 +260,12 @@ func TestMetadata(t *testing.T) {
 	b.SetQueueMapping(3)
 	b.SetTstamp(1234567890)
 	b.SetGSO(1400, 10, skb.GSOUDPL4)
+	copy(b.CB()[:], "peer 7")
 	check := func(x *skb.Buff) {
 		t.Helper()
+		if string(x.CB()[:6]) != "peer 7" {
+			t.Fatalf("control block lost: %q", x.CB()[:6])
+		}
 		h, l4 := x.Hash()
 		if x.Protocol() != 0x86dd || x.Priority() != 6 || x.Mark() != 0xabc || h != 0xdeadbeef || !l4 || x.QueueMapping() != 3 || x.Tstamp() != 1234567890 {
 			t.Fatalf("metadata lost: %v %v %v %v %v %v", x.Protocol(), x.Priority(), x.Mark(), h, x.QueueMapping(), x.Tstamp())

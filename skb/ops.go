@@ -39,6 +39,7 @@ func (b *Buff) CloneInto(n *Buff) {
 	atomic.AddInt32(&b.shinfo.dataref, 1)
 	b.state = stateCloned
 	n.m = b.m
+	n.cb = b.cb
 	n.next = nil
 	n.head = b.head
 	n.data, n.tail, n.end = b.data, b.tail, b.end
@@ -499,8 +500,8 @@ func cloneList(a Allocator, first *Buff) (*Buff, error) {
 }
 
 // CopyHeader copies old's metadata into b (skb_copy_header): protocol,
-// priority, mark, hash, queue mapping, timestamp, checksum state and the GSO
-// parameters, and the header offsets and csum_start moved by the difference
+// priority, mark, hash, queue mapping, timestamp, checksum state, control
+// block and the GSO parameters, and the header offsets and csum_start moved by the difference
 // in headroom, so that they point at the same bytes when b's data is a copy
 // of old's. b keeps its lengths and geometry. It panics if b's shared info is
 // shared (the GSO fields live there). It takes ownership of neither buffer.
@@ -516,6 +517,7 @@ func (b *Buff) CopyHeader(old *Buff) {
 func copyHeader(n, old *Buff, delta int) {
 	l, dl := n.m.len, n.m.dataLen
 	n.m = old.m
+	n.cb = old.cb
 	n.m.len, n.m.dataLen = l, dl
 	shiftHeaders(&n.m, delta)
 }
