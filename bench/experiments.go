@@ -39,7 +39,7 @@ func catalog() []Experiment {
 		{
 			Name: "burst", Seed: "002", Default: true,
 			Title:   "one doorbell per batch: UDP loopback, pktgen -> sink, 64 B",
-			Shows:   "burst 1 rings the doorbell (a sendmmsg) per datagram, burst 64 once per 64; GSO 64 sends 64 datagrams in one UDP_SEGMENT message, which the kernel builds in one pass; with GRO the receiver takes them in as one train. On a socket the system call is a small part of the kernel's ~3 us per datagram, so batching the calls gains little and batching inside the kernel (GSO, GRO) gains much.",
+			Shows:   "burst 1 rings the doorbell (a sendmmsg) per datagram, burst 64 once per 64; GSO 64 sends 64 datagrams in one UDP_SEGMENT message, which the kernel builds in one pass; with GRO the receiver takes them in as one train. On a socket the system call is a small part of the kernel's ~3 us per datagram, so batching the calls gains little and batching inside the kernel (GSO, GRO) gains much. The last variant shows the receive side's doorbell: a sink that sleeps when it has drained its socket must be woken by the sender's CPU, once per datagram at burst 1; a spinning sink is never woken.",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mAllocs},
 			variants: func(e *env) []variant {
 				t := map[string]Target{mAllocs.Name: noAllocs}
@@ -48,6 +48,7 @@ func catalog() []Experiment {
 					withTargets(udpVariant("burst 64", "burst 1", udpFlow{size: 64, burst: 64}), t),
 					withTargets(udpVariant("GSO 64", "burst 1", udpFlow{size: 64, burst: 64, gso: true}), t),
 					withTargets(udpVariant("GSO 64 + GRO", "burst 1", udpFlow{size: 64, burst: 64, gso: true, gro: true}), t),
+					withTargets(udpVariant("burst 1, spinning sink", "burst 1", udpFlow{size: 64, burst: 1, spin: true}), t),
 				}
 			},
 		},
@@ -223,8 +224,12 @@ func catalog() []Experiment {
 				return []variant{
 					c("C sendto", []string{"-s", "64", "-b", "1"}, []string{"-b", "1"}),
 					withTargets(udpVariant("skb burst 1", "C sendto", udpFlow{size: 64, burst: 1}), rx(0.9)),
+					c("C sendto, spinning receiver", []string{"-s", "64", "-b", "1"}, []string{"-b", "1", "-n"}),
+					withTargets(udpVariant("skb burst 1, spinning sink", "C sendto, spinning receiver", udpFlow{size: 64, burst: 1, spin: true}), rx(0.9)),
 					c("C sendmmsg 64", []string{"-s", "64", "-b", "64"}, []string{"-b", "64", "-w"}),
 					withTargets(udpVariant("skb burst 64", "C sendmmsg 64", udpFlow{size: 64, burst: 64}), rx(0.95)),
+					c("C sendmmsg 64, spinning receiver", []string{"-s", "64", "-b", "64"}, []string{"-b", "64", "-n"}),
+					withTargets(udpVariant("skb burst 64, spinning sink", "C sendmmsg 64, spinning receiver", udpFlow{size: 64, burst: 64, spin: true}), rx(0.95)),
 					c("C GSO 64", []string{"-s", "64", "-b", "1", "-g", "64"}, []string{"-b", "64", "-w"}),
 					withTargets(udpVariant("skb GSO 64", "C GSO 64", udpFlow{size: 64, burst: 64, gso: true}), rx(0.9)),
 					c("C GSO 64 + GRO", []string{"-s", "64", "-b", "1", "-g", "64"}, []string{"-b", "64", "-w", "-G"}),

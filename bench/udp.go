@@ -35,6 +35,10 @@ type udpFlow struct {
 	wrap func(d *udp.Device) (netdev.Device, func(sample))
 	// held notes the pool memory each received buffer holds.
 	held bool
+	// spin makes the sink poll again at once when it finds nothing,
+	// instead of sleeping in the device's Wait (a sleeping receiver is
+	// woken by the sender's CPU, once per datagram when it keeps up).
+	spin bool
 }
 
 // runUDP runs f once and returns its figures.
@@ -83,6 +87,7 @@ func runUDP(ctx context.Context, e *env, f udpFlow) (sample, error) {
 	r, err := runFlow(ctx, e, flowSpec{
 		tx: txDev, rx: rxDev,
 		gen:     traffic.PktgenConfig{Dst: rx.LocalAddr(), Size: f.size, Burst: f.burst, GSO: f.gso},
+		sink:    traffic.SinkConfig{Spin: f.spin},
 		rxCount: func() uint64 { return rx.Stats().RxPackets },
 	})
 	if err != nil {
