@@ -330,13 +330,16 @@ func catalog() []Experiment {
 		},
 		{
 			Name: "c-afxdp", Lab: true, Ref: true,
-			Title:   "AF_XDP -> AF_XDP beside the C reference (xsk_tx -k 64 -> xsk_rx -w usleep:50)",
-			Shows:   "the same waiting policy on both: the receiver sleeps 50 us when its ring is empty. The ratio is skb over C.",
+			Title:   "AF_XDP -> AF_XDP beside the C reference (xsk_tx -k 64 -> xsk_rx -w usleep:50), NAPI in softirq and threaded",
+			Shows:   "the same waiting policy on both: the receiver sleeps 50 us when its ring is empty; then both again with B's NAPI threaded. The ratio is skb over C.",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				return []variant{
-					{name: "C xsk_tx -> xsk_rx", run: cXskRun},
+					{name: "C xsk_tx -> xsk_rx", run: cXskRun(false)},
 					{name: "skb -> skb", ref: "C xsk_tx -> xsk_rx", run: afxdpRun(false),
+						targets: map[string]Target{mRxPPS.Name: {Min: 0.9}}},
+					{name: "C, threaded NAPI", run: cXskRun(true)},
+					{name: "skb, threaded NAPI", ref: "C, threaded NAPI", run: afxdpRun(true),
 						targets: map[string]Target{mRxPPS.Name: {Min: 0.9}}},
 				}
 			},

@@ -262,8 +262,13 @@ func cXskTxRun(k int) func(context.Context, *env) (sample, error) {
 	}
 }
 
-// cXskRun runs xsk_tx -k 64 on A into xsk_rx -w usleep:50 on B.
-func cXskRun(ctx context.Context, e *env) (sample, error) {
+// cXskRun returns a run of xsk_tx -k 64 on A into xsk_rx -w usleep:50 on
+// B, with B's NAPI threaded or not.
+func cXskRun(threaded bool) func(context.Context, *env) (sample, error) {
+	return func(ctx context.Context, e *env) (sample, error) { return cXsk(ctx, e, threaded) }
+}
+
+func cXsk(ctx context.Context, e *env, threaded bool) (sample, error) {
 	le := e.lab
 	if le == nil {
 		return nil, errNoLab
@@ -286,6 +291,13 @@ func cXskRun(ctx context.Context, e *env) (sample, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	defer recv.stop()
+	if threaded {
+		// veth has NAPI once the XDP program is attached: now.
+		if err := le.l.SetThreaded(true); err != nil {
+			return nil, err
+		}
+		defer le.l.SetThreaded(false)
+	}
 	sout, serr := runXsk(ctx, e, "xsk_tx", "-i", le.l.A.Ifname, "-D", lab.MACB.String(),
 		"-s", "64", "-k", "64", "-t", secsArg(e.dur))
 	rout, rerr := recv.wait(6 * time.Second)
