@@ -47,8 +47,12 @@ func plotRows(path string, x Experiment, rows []Row) error {
 	m := x.Metrics[0]
 	scale, unit := 1.0, m.Unit
 	if m.Unit == "pps" {
+		top := 0.0
+		for _, r := range rows {
+			top = max(top, r.Value)
+		}
 		scale, unit = 1e3, "kpps"
-		if rows[0].Value >= 1e6 || rows[len(rows)-1].Value >= 1e6 {
+		if top >= 2e6 {
 			scale, unit = 1e6, "Mpps"
 		}
 	}
@@ -77,7 +81,7 @@ func plotRows(path string, x Experiment, rows []Row) error {
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
 	w := vg.Length(max(3, len(rows))) * vg.Inch * 1.3
-	return p.Save(w, 3.2*vg.Inch, path)
+	return p.Save(w, 3.6*vg.Inch, path)
 }
 
 // errorBars places the error bars at the bars' positions.
