@@ -60,7 +60,7 @@ DIR beside skb on the same paths.`,
 	fs.IntVar(&o.runs, "runs", bench.DefaultRuns, "runs of each variant; the median is reported")
 	fs.StringSliceVar(&o.only, "only", nil, "run only these experiments, comma-separated (see --list)")
 	fs.BoolVar(&o.lab, "lab", false, "add the AF_PACKET and AF_XDP experiments in a lab of two namespaces (needs root)")
-	fs.StringVar(&o.ref, "ref", "", "directory holding the C reference programs (make -C shared/ref OUT=DIR): run them beside skb")
+	fs.StringVar(&o.ref, "ref", "", "directory holding the C reference programs (udp_send, udp_recv, pingpong; with --lab afp_send, afp_recv, xsk_tx, xsk_rx): run them beside skb")
 	fs.BoolVar(&o.asJSON, "json", false, "print NDJSON, one object per row (experiment, variant, metric, value, unit, ratio, ...)")
 	fs.StringVar(&o.plot, "plot", "", "write a PNG bar chart per experiment into this directory")
 	fs.StringVar(&o.cpus, "cpus", "0,1", "CPUs of the sender and the receiver, SENDER,RECEIVER (-1: unpinned)")
