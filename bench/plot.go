@@ -72,14 +72,13 @@ func plotRows(path string, x Experiment, rows []Row) error {
 	}
 	bars.Color = color.RGBA{R: 0x33, G: 0x66, B: 0x99, A: 0xff}
 	bars.LineStyle.Width = 0
-	p.Add(bars)
+	p.Add(plotter.NewGrid(), bars)
 	eb := &errorBars{vals: vals, errs: errs}
 	if ye, err := plotter.NewYErrorBars(eb); err == nil {
 		p.Add(ye)
 	}
 	p.NominalX(labels...)
 	p.Y.Min = 0
-	p.Add(plotter.NewGrid())
 	w := vg.Length(max(3, len(rows))) * vg.Inch * 1.3
 	return p.Save(w, 3.6*vg.Inch, path)
 }
