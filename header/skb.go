@@ -138,7 +138,8 @@ func ParseFrameBuff(b *skb.Buff) (Frame, error) {
 // ParsePacketBuff is ParsePacket for a received buffer whose data starts
 // at an IPv4 or IPv6 header (a TUN device), with the linear-data rule,
 // header marks and protocol of ParseFrameBuff; the mac header is marked at
-// the network header (no link header, as tun_get_user does).
+// the network header (no link header, as tun_get_user does). It does not take
+// ownership of b and does not keep it after returning.
 func ParsePacketBuff(b *skb.Buff) (Frame, error) {
 	f, err := parsePacket(b.Data(), b.Len())
 	if err == nil {

@@ -283,7 +283,8 @@ func (c *Cache) RecycleShared(s *skb.Shared) {
 }
 
 // RecycleBuff takes back a header (skb.Recycler); headers of another pool go
-// to that pool.
+// to that pool. RecycleBuff takes ownership of b, which must already be
+// released (skb.Buff.Release): users free buffers with Free.
 func (c *Cache) RecycleBuff(b *skb.Buff) {
 	if b.Home() != c.p || c.closed {
 		b.Home().RecycleBuff(b)

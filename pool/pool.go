@@ -372,7 +372,8 @@ func (p *Pool) AllocBuff() (*skb.Buff, error) {
 }
 
 // RecycleBuff takes back a buffer header (skb.Recycler). Safe for concurrent
-// use.
+// use. RecycleBuff takes ownership of b, which must already be released
+// (skb.Buff.Release): users free buffers with Free.
 func (p *Pool) RecycleBuff(b *skb.Buff) {
 	if b.Home() != p {
 		b.Home().RecycleBuff(b)
@@ -448,5 +449,6 @@ func (p *Pool) unmapAll() error {
 
 // Owns reports whether b's data block lies in one of p's arenas, so that its
 // HeadAddr is an address in p's memory (an AF_XDP driver transmits such a
-// buffer without copying it).
+// buffer without copying it). Owns does not take ownership of b and does not
+// keep it after returning.
 func (p *Pool) Owns(b *skb.Buff) bool { return b.DataHome() == skb.Recycler(p) }

@@ -240,7 +240,7 @@ func (b *Buff) Attach(s *Shared) {
 }
 
 // Detach returns the data block paired with the free header b. For allocators
-// only.
+// only: the block stays the allocator's, as the header does.
 func (b *Buff) Detach() *Shared { return b.shinfo }
 
 // Reuse makes the free header b live again over the data block it is paired
@@ -312,7 +312,9 @@ func (b *Buff) Data() []byte { return b.head[b.data:b.tail:b.tail] }
 // b and is valid until b is changed, unshared or freed.
 func (b *Buff) Head() []byte { return b.head }
 
-// Next returns the buffer after b in a frag list, or nil.
+// Next returns the buffer after b in a frag list, or nil. The returned buffer
+// belongs to the shared info of the buffer whose frag list it is in: the
+// caller must not free or change it.
 func (b *Buff) Next() *Buff { return b.next }
 
 // Reserve moves data and tail n bytes forward on an empty buffer, making n

@@ -31,7 +31,9 @@ func (b *Buff) Clone(a Allocator) (*Buff, error) {
 }
 
 // CloneInto makes n, an unused header from AllocBuff, a clone of b. For
-// allocators that fetch headers themselves; see Clone.
+// allocators that fetch headers themselves; see Clone. The caller keeps
+// ownership of b and owns n, which it must Free or pass on to a function that
+// takes ownership.
 func (b *Buff) CloneInto(n *Buff) {
 	if n.state != stateFree {
 		panic("skb: clone into a buffer in use")
