@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/skbdev/skb/skb"
@@ -88,16 +89,25 @@ func (c *Cache) fillClassTab() {
 	}
 }
 
+// sizeError returns ErrTooBig for a size past the largest class and panics
+// on a negative one, which is the caller's mistake.
+func (c *Cache) sizeError(size int) error {
+	if size < 0 {
+		panic(fmt.Sprintf("pool: alloc of %d bytes", size))
+	}
+	return ErrTooBig
+}
+
 // Alloc returns an empty buffer with the pool's headroom and at least size
 // bytes of tailroom, from the smallest class that fits. Packet data is not
 // zeroed; metadata is cleared in one store (seed 003). The caller owns the
 // returned buffer and must Free it or pass it on to a function that takes
 // ownership. It returns ErrTooBig when no class fits and ErrExhausted when a
-// bounded class is empty; it never blocks.
+// bounded class is empty; it never blocks. It panics on a negative size.
 func (c *Cache) Alloc(size int) (*skb.Buff, error) {
 	i := c.class(uint(size) + uint(c.headroom))
 	if i == c.ncls || size < 0 {
-		return nil, ErrTooBig
+		return nil, c.sizeError(size)
 	}
 	cc := &c.cls[i]
 	if len(cc.free) == 0 {
@@ -123,7 +133,7 @@ func (c *Cache) Alloc(size int) (*skb.Buff, error) {
 func (c *Cache) AllocN(bs []*skb.Buff, size int) (int, error) {
 	i := c.class(uint(size) + uint(c.headroom))
 	if i == c.ncls || size < 0 {
-		return 0, ErrTooBig
+		return 0, c.sizeError(size)
 	}
 	cc := &c.cls[i]
 	for k := range bs {
@@ -244,7 +254,7 @@ func (c *Cache) AllocBuff() (*skb.Buff, error) {
 func (c *Cache) AllocShared(size int) (*skb.Shared, error) {
 	i := c.class(uint(size))
 	if i == c.ncls || size < 0 {
-		return nil, ErrTooBig
+		return nil, c.sizeError(size)
 	}
 	cc := &c.cls[i]
 	if len(cc.free) == 0 {

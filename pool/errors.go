@@ -15,8 +15,8 @@ var (
 	// the headroom. It is skb.ErrTooBig, so either name matches.
 	ErrTooBig = skb.ErrTooBig
 
-	// ErrClosed is returned by New's results after Close, and by Close when
-	// called twice.
+	// ErrClosed is returned by the Pool's allocation functions after Close,
+	// and by Close when called twice.
 	ErrClosed = errors.New("pool: closed")
 
 	// ErrLeak is returned by Close and CheckLeaks when buffers are still in

@@ -99,6 +99,7 @@ type Pool struct {
 	mu         sync.Mutex // guards caches, closed, arenas of every depot
 	caches     []*Cache
 	closed     bool
+	shut       atomic.Bool                // closed, for the allocation paths
 	retiredCls [maxClasses]sharedCounters // counters of closed caches, folded in
 	retiredHdr sharedCounters
 	direct     [maxClasses]sharedCounters // allocations and frees made through the Pool itself
@@ -286,10 +287,11 @@ func (p *Pool) give(c *class, src []*skb.Buff) {
 // size bytes of tailroom, from the smallest class that fits. Safe for
 // concurrent use; it takes a depot lock, so hot paths use Cache.Alloc. The
 // caller owns the returned buffer and must Free it or pass it on to a function
-// that takes ownership. It returns ErrTooBig or ErrExhausted.
+// that takes ownership. It returns ErrTooBig, ErrExhausted, or ErrClosed after
+// Close; it panics on a negative size.
 func (p *Pool) Alloc(size int) (*skb.Buff, error) {
 	if size < 0 {
-		return nil, ErrTooBig
+		panic(fmt.Sprintf("pool: alloc of %d bytes", size))
 	}
 	b, ci, err := p.takeOne(size + p.headroom)
 	if err != nil {
@@ -306,6 +308,9 @@ func (p *Pool) Alloc(size int) (*skb.Buff, error) {
 
 // takeOne takes one free block (with its header) of at least size bytes.
 func (p *Pool) takeOne(size int) (*skb.Buff, int, error) {
+	if p.shut.Load() {
+		return nil, 0, ErrClosed
+	}
 	ci := p.classFor(size)
 	if ci < 0 {
 		return nil, 0, ErrTooBig
@@ -362,6 +367,9 @@ func (p *Pool) recyclePair(h *skb.Buff) {
 // concurrent use. The caller owns it and must build or clone into it, or
 // recycle it.
 func (p *Pool) AllocBuff() (*skb.Buff, error) {
+	if p.shut.Load() {
+		return nil, ErrClosed
+	}
 	var one [1]*skb.Buff
 	b := p.hdrs.take(one[:0], 1)[0]
 	p.directHdr.allocs.Add(1)
@@ -389,8 +397,11 @@ func (p *Pool) RecycleBuff(b *skb.Buff) {
 }
 
 // NewCache returns a cache for one goroutine. Close it when the goroutine is
-// done, to hand its buffers back to the depots.
+// done, to hand its buffers back to the depots. It panics on a closed pool.
 func (p *Pool) NewCache() *Cache {
+	if p.shut.Load() {
+		panic("pool: NewCache on a closed pool")
+	}
 	c := &Cache{p: p, size: p.cfg.CacheSize, headroom: p.headroom, debug: p.dbg != nil}
 	c.ncls = len(p.classes)
 	for i := range c.ncls {
@@ -425,6 +436,7 @@ func (p *Pool) Close() error {
 	}
 	p.mu.Lock()
 	p.closed = true
+	p.shut.Store(true)
 	p.mu.Unlock()
 	if err := p.leakError(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -70,8 +71,19 @@ func TestClassesAndHeadroom(t *testing.T) {
 	if _, err := c.Alloc(p.MaxAlloc() + 1); !errors.Is(err, pool.ErrTooBig) {
 		t.Fatalf("oversized: %v", err)
 	}
-	if _, err := c.Alloc(-1); !errors.Is(err, pool.ErrTooBig) {
-		t.Fatalf("negative: %v", err)
+	for _, f := range []func(){
+		func() { c.Alloc(-1) },
+		func() { p.Alloc(-1) },
+		func() { c.AllocN(make([]*skb.Buff, 1), -5) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "alloc of -") {
+					t.Fatalf("negative size: recovered %v", r)
+				}
+			}()
+			f()
+		}()
 	}
 	q := newPool(t, pool.Config{Headroom: pool.NoHeadroom})
 	b, err := q.Alloc(10)
@@ -446,4 +458,29 @@ func TestClosedCache(t *testing.T) {
 		x, _ := c.Alloc(10)
 		_ = x
 	}
+}
+
+func TestClosedPool(t *testing.T) {
+	p, err := pool.New(pool.Config{Name: "closed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Alloc(64); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("Alloc after Close: %v", err)
+	}
+	if _, err := p.AllocShared(64); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("AllocShared after Close: %v", err)
+	}
+	if _, err := p.AllocBuff(); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("AllocBuff after Close: %v", err)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "closed pool") {
+			t.Fatalf("NewCache on a closed pool: %v", r)
+		}
+	}()
+	p.NewCache()
 }

@@ -305,12 +305,18 @@ func (b *Buff) HeadAddr() uint64 { return b.shinfo.addr }
 // Data returns the linear data, from data to tail. The returned slice aliases b
 // and is valid until b is changed, unshared or freed; it must not be written
 // while b is Cloned.
-func (b *Buff) Data() []byte { return b.head[b.data:b.tail:b.tail] }
+func (b *Buff) Data() []byte {
+	b.checkLive()
+	return b.head[b.data:b.tail:b.tail]
+}
 
 // Head returns the whole data block, from head to end, for code that lays out
 // headroom itself (drivers receiving into a block). The returned slice aliases
 // b and is valid until b is changed, unshared or freed.
-func (b *Buff) Head() []byte { return b.head }
+func (b *Buff) Head() []byte {
+	b.checkLive()
+	return b.head
+}
 
 // Next returns the buffer after b in a frag list, or nil. The returned buffer
 // belongs to the shared info of the buffer whose frag list it is in: the

@@ -17,4 +17,5 @@ func TestUseAfterFree(t *testing.T) {
 	mustPanic(t, func() { b.Put(1) }, "use after free", "allocated at:", "TestUseAfterFree", "freed at:")
 	mustPanic(t, func() { b.Clone(c) }, "use after free")
 	mustPanic(t, func() { b.Pull(0) }, "use after free")
+	mustPanic(t, func() { _ = b.Data() }, "use after free")
 }

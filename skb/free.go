@@ -31,8 +31,12 @@ func (b *Buff) IsLive() bool { return b.state != stateFree }
 // Free drops b: the header goes back to its allocator and, when b held the last
 // reference to its data, the destructor runs, the frags and frag list are
 // released and the data block goes back too (kfree_skb). Free takes ownership
-// of b; b must not be used afterwards. It panics on a double free. Hot paths
-// free into their per-worker cache instead (pool.Cache.Free), which is faster.
+// of b; b must not be used afterwards: its header and block go to the next
+// allocation, so a stale pointer would alias another packet (the pool's debug
+// mode delays reuse and poisons freed data, and the skbdebug build tag makes
+// every operation on a freed buffer panic). It panics on a double free. Hot
+// paths free into their per-worker cache instead (pool.Cache.Free), which is
+// faster.
 func (b *Buff) Free() { b.FreeTo(nil) }
 
 // FreeTo is Free with r receiving the header, the data block and the frag list
