@@ -1,6 +1,7 @@
 package netdev
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/skbdev/skb/pool"
@@ -101,6 +102,33 @@ type Config struct {
 	Batch int
 }
 
+// Limits that Validate enforces.
+const (
+	// MaxBatch is the largest Batch: a transmit ring or receive batch of
+	// more than this many packets buys nothing and costs memory.
+	MaxBatch = 4096
+	// MaxHeadroom is the largest Headroom, in bytes.
+	MaxHeadroom = 4096
+)
+
+// Validate checks the settings every driver takes: Batch in [0, MaxBatch],
+// Headroom in [NoHeadroom, MaxHeadroom], Copybreak >= CopybreakOff, and a
+// pool that is not closed. It returns an error wrapping ErrConfig that names
+// the field. Drivers call it from Open.
+func (c Config) Validate() error {
+	switch {
+	case c.Batch < 0 || c.Batch > MaxBatch:
+		return fmt.Errorf("%w: batch %d (0 to %d)", ErrConfig, c.Batch, MaxBatch)
+	case c.Headroom < NoHeadroom || c.Headroom > MaxHeadroom:
+		return fmt.Errorf("%w: headroom %d (NoHeadroom, 0 to %d)", ErrConfig, c.Headroom, MaxHeadroom)
+	case c.Copybreak < CopybreakOff:
+		return fmt.Errorf("%w: copybreak %d (CopybreakOff, 0 for the default, or a threshold in bytes)", ErrConfig, c.Copybreak)
+	case c.Pool != nil && c.Pool.Closed():
+		return fmt.Errorf("%w: the pool is closed", ErrConfig)
+	}
+	return nil
+}
+
 // CopybreakThreshold returns the effective threshold: DefaultCopybreak for 0,
 // 0 (off) for CopybreakOff or any negative value.
 func (c Config) CopybreakThreshold() int {
@@ -114,7 +142,7 @@ func (c Config) CopybreakThreshold() int {
 }
 
 // HeadroomBytes returns the effective headroom: DefaultHeadroom for 0, and 0
-// for NoHeadroom (or any negative value).
+// for NoHeadroom.
 func (c Config) HeadroomBytes() int {
 	switch {
 	case c.Headroom == 0:

@@ -2,6 +2,7 @@ package netdev_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/skbdev/skb/netdev"
@@ -83,5 +84,22 @@ func TestStatsNames(t *testing.T) {
 	}
 	if netdev.DropReason(200).String() == "" || netdev.FallbackReason(200).String() == "" {
 		t.Fatal("names of unknown reasons")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	p, _ := pool.New(pool.Config{Name: "validate"})
+	p.Close()
+	for _, c := range []netdev.Config{
+		{Batch: -1}, {Batch: 1 << 30}, {Headroom: -7}, {Headroom: 1 << 20}, {Copybreak: -7}, {Pool: p},
+	} {
+		if err := c.Validate(); !errors.Is(err, netdev.ErrConfig) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	for _, c := range []netdev.Config{{}, {Batch: 64, Headroom: netdev.NoHeadroom, Copybreak: netdev.CopybreakOff}} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
 	}
 }

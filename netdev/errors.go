@@ -13,6 +13,10 @@ var (
 	// TxAvail first, or Flush and retry later with a new buffer.
 	ErrQueueFull = errors.New("netdev: transmit queue full")
 
+	// ErrConfig is wrapped by Config.Validate's error, and so by every
+	// driver's Open, for settings out of range.
+	ErrConfig = errors.New("netdev: invalid config")
+
 	// ErrTooBig is returned by Xmit for a packet the device cannot carry
 	// (larger than its MTU or buffers); the packet was dropped.
 	ErrTooBig = errors.New("netdev: packet too big for the device")

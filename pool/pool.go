@@ -188,6 +188,9 @@ const maxClasses = 8
 // Headroom returns the headroom Alloc reserves, in bytes.
 func (p *Pool) Headroom() int { return p.headroom }
 
+// Closed reports whether Close was called.
+func (p *Pool) Closed() bool { return p.shut.Load() }
+
 // Classes returns the size classes, smallest first.
 func (p *Pool) Classes() []Class { return slices.Clone(p.cfg.Classes) }
 

@@ -155,6 +155,9 @@ type errnoErr struct {
 // a missing interface), or the pool's error. The caller must Close the
 // device.
 func Open(cfg Config) (*Device, error) {
+	if err := cfg.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("afpacket: open %s: %w: %w", cfg.Ifname, ErrConfig, err)
+	}
 	g, err := cfg.check(os.Getpagesize())
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: open %s: %w", cfg.Ifname, err)

@@ -117,6 +117,9 @@ type Device struct {
 // ("afxdp: bind veth0 queue 0: device or resource busy"); on error everything
 // Open made is released, the program detached and the socket closed.
 func Open(ifname string, queue int, cfg Config) (*Device, error) {
+	if err := cfg.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("afxdp: open %s queue %d: %w: %w", ifname, queue, ErrConfig, err)
+	}
 	c, err := cfg.resolved()
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: open %s queue %d: %w", ifname, queue, err)

@@ -143,6 +143,9 @@ func (s *pairShared) put() error {
 // pool cannot fill the rings). The caller owns both devices and must Close
 // them.
 func NewPair(cfg Config) (a, b *Device, err error) {
+	if err := cfg.Config.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("memring: new pair: %w: %w", ErrConfig, err)
+	}
 	if err := cfg.check(); err != nil {
 		return nil, nil, err
 	}
