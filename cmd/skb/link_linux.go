@@ -57,17 +57,23 @@ func (l *linkInfo) source(dst netip.Addr) (netip.Addr, error) {
 
 // neighbour returns the MAC of the next hop towards dst on the interface,
 // from the kernel's neighbour table (`ip neigh`): dst itself when it is on
-// the link, its gateway otherwise.
+// the link, its gateway otherwise (only with --allow-any-dst: checkDst
+// refuses a gateway). A destination without a route is an error saying so.
 func (l *linkInfo) neighbour(dst netip.Addr) (header.MAC, error) {
 	hop := dst
-	if routes, err := netlink.RouteGet(dst.AsSlice()); err == nil && len(routes) > 0 {
-		r := routes[0]
-		if r.LinkIndex != 0 && r.LinkIndex != l.index {
-			return header.MAC{}, fmt.Errorf("the route to %v leaves through another interface than %s (ip route get %v)", dst, l.name, dst)
+	routes, err := netlink.RouteGet(dst.AsSlice())
+	if err != nil || len(routes) == 0 {
+		if err == nil {
+			err = unix.ENETUNREACH
 		}
-		if gw, ok := netip.AddrFromSlice(r.Gw); ok && gw.IsValid() && !gw.IsUnspecified() {
-			hop = gw.Unmap()
-		}
+		return header.MAC{}, fmt.Errorf("no route to %v in this network namespace (ip route get %v: %v)", dst, dst, err)
+	}
+	r := routes[0]
+	if r.LinkIndex != 0 && r.LinkIndex != l.index {
+		return header.MAC{}, fmt.Errorf("the route to %v leaves through another interface than %s (ip route get %v)", dst, l.name, dst)
+	}
+	if gw, ok := netip.AddrFromSlice(r.Gw); ok && gw.IsValid() && !gw.IsUnspecified() {
+		hop = gw.Unmap()
 	}
 	fam := unix.AF_INET
 	if hop.Is6() {

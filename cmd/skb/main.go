@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -18,9 +19,29 @@ var rootCmd = &cobra.Command{
 	SilenceErrors: true,
 }
 
+// exitError is an error that ends the command with an exit status other
+// than 1: 127 or 126 for a program `lab exec` cannot run, 128+N for a run
+// ended by signal N, as a shell reports them.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode returns the exit status for err: exitError's code, or 1.
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
 func main() {
 	if err := rootCmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "skb:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,7 +45,11 @@ sends -s bytes, waits for the echo, and repeats -n times after a warm-up of
 n/10 (at most 1000) unmeasured round trips, then prints ibv_rc_pingpong's two
 lines and the p50, p99 and p99.9 round trip times.
 
-Both sides default to 127.0.0.1:9100, the C reference pingpong's port.
+Both sides default to 127.0.0.1:9100, the C reference pingpong's port. The
+client sends, as pktgen does, only to loopback (127.0.0.0/8, ::1) and to
+198.18.0.0/15 over a route without a gateway that is not the default route
+(a lab), unless --allow-any-dst; the server answers only those who sent to
+it.
 --busy-poll spins on the device's poll instead of sleeping while waiting: no
 wake-up on the reply's path, one core kept busy. Give it on both sides to
 measure the spinning floor.
@@ -249,7 +254,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", err)
 		}
-		if err := checkRoute("connect", src, dst); err != nil {
+		if err := checkDst("connect", f, spec, src, dst); err != nil {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		// Connected: a server that is not there shows at once as
@@ -268,6 +273,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 	default:
+		if err := checkDst("connect", f, spec, netip.AddrPort{}, dst); err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
 		frame, err := linkTarget(spec, f, dst)
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", err)

@@ -31,7 +31,6 @@ type pktgenOpts struct {
 	burst    int
 	clone    int
 	gso      bool
-	allowAny bool
 }
 
 func pktgenCmd() *cobra.Command {
@@ -54,9 +53,11 @@ PORT+N-1. --burst N rings the doorbell once per N packets (xmit_more);
 --gso sends each burst as one UDP GSO super-packet (udp device only).
 
 By default pktgen sends only to loopback (127.0.0.0/8, ::1) and to the RFC 2544
-benchmarking range 198.18.0.0/15 that skb lab uses: a generator pointed at a
-real host, or out of a default route by a typo, is a flood. --allow-any-dst
-lifts that for a network you own.`,
+benchmarking range 198.18.0.0/15 that skb lab uses, and only when the kernel's
+route to the destination has no gateway and is not the default route (a lab's
+veth; with a link-layer device, on that interface): a generator pointed at a
+real host, or out of a default route by a typo, is a flood. It checks the route
+before it sends anything. --allow-any-dst lifts that for a network you own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("burst") && o.gso {
@@ -77,7 +78,6 @@ lifts that for a network you own.`,
 	fs.IntVarP(&o.burst, "burst", "b", 1, "packets per doorbell (datagrams per super-packet with --gso; default 64 then)")
 	fs.IntVar(&o.clone, "clone", 0, "send each buffer N times as clones (pktgen's clone_skb); the sink counts the copies as duplicates")
 	fs.BoolVar(&o.gso, "gso", false, "send UDP GSO super-packets of --burst datagrams (udp device)")
-	fs.BoolVar(&o.allowAny, "allow-any-dst", false, "allow destinations outside 127.0.0.0/8, ::1 and 198.18.0.0/15")
 	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process, drained by a goroutine: the generator's own cost)")
 	addSenderFlags(cmd, &f)
 	return cmd
@@ -158,8 +158,6 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: --dst %v with %d flows: ports must lie in 1 to 65535", dst, o.flows)
 	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
 		return fmt.Errorf("pktgen: --dst %v: want a unicast address", dst)
-	case !o.allowAny && !safeDst(dst.Addr()):
-		return fmt.Errorf("pktgen: --dst %v is outside loopback and 198.18.0.0/15: pass --allow-any-dst to send there (a generator is a flood)", dst.Addr())
 	case o.gso && spec.kind != devUDP:
 		return fmt.Errorf("pktgen: --gso needs --dev udp (link-layer devices send frames as they are)")
 	case spec.kind != devUDP && spec.kind != devMemring && f.src != "" && !spec.link():
@@ -190,7 +188,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		} else if src.Addr().Is4() != dst.Addr().Is4() {
 			return fmt.Errorf("pktgen: --src %v and --dst %v are of different families", src.Addr(), dst.Addr())
 		}
-		if err := checkRoute("dst", src, dst); err != nil {
+		if err := checkDst("dst", f, spec, src, dst); err != nil {
 			return fmt.Errorf("pktgen: %w", err)
 		}
 		d, err := udp.Open(udp.Config{Config: ncfg, Local: src, GSO: o.gso, SndBuf: pktgenSndBuf})
@@ -208,6 +206,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			return fmt.Errorf("pktgen: %w", err)
 		}
 	default:
+		if err := checkDst("dst", f, spec, netip.AddrPort{}, dst); err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
 		frame, err := linkTarget(spec, f, dst)
 		if err != nil {
 			return fmt.Errorf("pktgen: %w", err)

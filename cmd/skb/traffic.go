@@ -47,11 +47,12 @@ interface), afxdp:IFNAME[:QUEUE] (AF_XDP on one queue, 0 by default)`
 
 // devFlags are the flags pktgen, sink and pingpong share.
 type devFlags struct {
-	dev     string
-	dstMAC  string
-	src     string
-	asJSON  bool
-	profile string
+	dev      string
+	dstMAC   string
+	src      string
+	allowAny bool
+	asJSON   bool
+	profile  string
 }
 
 func addDevFlags(cmd *cobra.Command, f *devFlags, devExtra string) {
@@ -86,6 +87,7 @@ func addSenderFlags(cmd *cobra.Command, f *devFlags) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.dstMAC, "dst-mac", "", "link-layer devices: the destination MAC (default: the next hop's, from the kernel's neighbour table)")
 	fs.StringVar(&f.src, "src", "", "source ADDR[:PORT] (udp: the address to bind, default the kernel's choice; link-layer: default the interface's first address and the destination port)")
+	fs.BoolVar(&f.allowAny, "allow-any-dst", false, allowAnyHelp)
 }
 
 // devSpec is a parsed --dev.
@@ -169,12 +171,20 @@ func parseSrc(s string) (netip.AddrPort, error) {
 	return parseAddrPort("src", s)
 }
 
-// Destinations pktgen sends to without --allow-any-dst.
+// Destinations the senders (pktgen, the pingpong client) send to without
+// --allow-any-dst, and then only over a directly connected link: see
+// checkDst.
 var safePrefixes = []netip.Prefix{
 	netip.MustParsePrefix("127.0.0.0/8"),
 	netip.MustParsePrefix("::1/128"),
 	netip.MustParsePrefix("198.18.0.0/15"),
 }
+
+// guardRule ends the message of a refused destination.
+const guardRule = "skb sends only to loopback or to 198.18.0.0/15 on a directly connected link (a lab); pass --allow-any-dst to send there anyway"
+
+// allowAnyHelp is the help of --allow-any-dst.
+const allowAnyHelp = "send to any destination: without it, only to loopback (127.0.0.0/8, ::1) and to 198.18.0.0/15 when the route to it has no gateway"
 
 func safeDst(a netip.Addr) bool {
 	a = a.Unmap()
@@ -184,6 +194,39 @@ func safeDst(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// checkDst is the destination guard of the commands that send. Unless
+// --allow-any-dst, dst must be loopback or in 198.18.0.0/15, and the
+// kernel's route to it must stay on a directly connected link (no gateway,
+// not the default route; for a link-layer device, on spec's interface), so
+// that neither a typo nor a lab address without a lab sends a flood out of
+// a default route. For the udp device it also checks, with --allow-any-dst
+// too, that the kernel has a route from src (the address to bind; zero or
+// unspecified: the kernel's choice). It sends nothing; memring, which never
+// leaves the process, passes.
+func checkDst(flag string, f *devFlags, spec devSpec, src, dst netip.AddrPort) error {
+	if spec.kind == devMemring {
+		return nil
+	}
+	if !f.allowAny && !safeDst(dst.Addr()) {
+		return fmt.Errorf("--%s %v is outside loopback and 198.18.0.0/15: %s", flag, dst.Addr(), guardRule)
+	}
+	if spec.kind == devUDP {
+		if err := checkRoute(flag, src, dst); err != nil {
+			return err
+		}
+	}
+	if f.allowAny {
+		return nil
+	}
+	if spec.link() {
+		if _, err := lookupLink(spec.ifname); err != nil {
+			return err
+		}
+		return routeGuard(flag, dst.Addr(), netip.Addr{}, spec.ifname)
+	}
+	return routeGuard(flag, dst.Addr(), src.Addr(), "")
 }
 
 // unspecified returns 0.0.0.0 or :: for a's family.

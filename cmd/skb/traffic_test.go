@@ -297,6 +297,8 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--timeout", "0s"}, "--timeout"},
 		{[]string{"pingpong", "--count", "5"}, "--count are for the server"},
 		{[]string{"pingpong", "--connect", "127.0.0.1:0"}, "unicast address and a port"},
+		{[]string{"pingpong", "--connect", "8.8.8.8:9100"}, "--allow-any-dst"},
+		{[]string{"pingpong", "--connect", "[2001:db8::1]:9100"}, "--allow-any-dst"},
 		{[]string{"pingpong", "--connect", fmt.Sprintf("127.0.0.1:%d", closed)}, "is `skb pingpong --server` running there?"},
 		{[]string{"pingpong", "--server", "--listen", "198.18.0.2:9100"}, "not an address of this host"},
 		{[]string{"pingpong", "--server", "--dev", "memring"}, "memring"},
