@@ -1,6 +1,9 @@
 package lab
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // Sentinel errors. Errors from this package wrap one of these, or the errno or
 // os error that caused them (so errors.Is(err, os.ErrPermission) and
@@ -13,6 +16,12 @@ var (
 	// Off), and by Toggle.Set and ParseToggle for a word other than on or off.
 	// Nothing has been created when New returns it.
 	ErrInvalid = errors.New("invalid option")
+
+	// ErrExist is returned by New when a lab of the requested name is
+	// already recorded (see RecordDir): made by `skb lab up` or by a process
+	// that still runs, or left by one that was killed. It also matches
+	// os.ErrExist. Nothing has been created when New returns it.
+	ErrExist error = existError{}
 
 	// ErrNotFound is returned by Open and Remove when no lab of that name is
 	// recorded (see RecordDir).
@@ -30,3 +39,9 @@ var (
 	// then and only prints "[requested on]").
 	ErrOffload = errors.New("offload not applied")
 )
+
+// existError is ErrExist: "lab already exists", matching os.ErrExist too.
+type existError struct{}
+
+func (existError) Error() string        { return "lab already exists" }
+func (existError) Is(target error) bool { return target == os.ErrExist }

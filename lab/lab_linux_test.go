@@ -526,8 +526,11 @@ func TestNameTaken(t *testing.T) {
 		t.Errorf("names %s %s", l.A.NSName, l.B.Ifname)
 	}
 	_, err := lab.New(lab.Options{Name: name})
-	if !errors.Is(err, os.ErrExist) {
-		t.Fatalf("second New(%s) = %v, want os.ErrExist", name, err)
+	if !errors.Is(err, os.ErrExist) || !errors.Is(err, lab.ErrExist) {
+		t.Fatalf("second New(%s) = %v, want lab.ErrExist and os.ErrExist", name, err)
+	}
+	if want := "lab: new " + name + ": lab already exists (remove it with `skb lab down --name " + name + "`)"; err.Error() != want {
+		t.Errorf("second New(%s) = %q, want %q", name, err, want)
 	}
 	// The first lab is untouched.
 	udpAcross(t, &l.A, &l.B, l.B.Addr, 1)

@@ -70,7 +70,7 @@ func claim(opts Options) (record, error) {
 		rec, err := try(opts.Name)
 		if err != nil {
 			if errors.Is(err, os.ErrExist) {
-				return rec, fmt.Errorf("lab: new %s: %w: a lab of that name is recorded in %s (remove it with `skb lab down --name %s`)", opts.Name, err, recordDir(), opts.Name)
+				return rec, fmt.Errorf("lab: new %s: %w (remove it with `skb lab down --name %s`)", opts.Name, ErrExist, opts.Name)
 			}
 			return rec, fmt.Errorf("lab: new %s: record: %w", opts.Name, err)
 		}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -61,6 +63,19 @@ func (f labToggleFlag) Type() string { return "on|off" }
 // labOptionFlags are the flags that shape a new lab, for up and exec --temp.
 var labOptionFlags = []string{"mtu", "gro", "tso", "txcsum", "threaded", "queues", "ipv6"}
 
+// checkLabFlags refuses what the lab flags of up and exec --temp cannot
+// mean: an empty --name, which would get a generated name, and --queues
+// below 1.
+func checkLabFlags(cmd *cobra.Command, o *lab.Options) error {
+	if cmd.Flags().Changed("name") && o.Name == "" {
+		return fmt.Errorf("--name \"\": want 1 to %d characters from [A-Za-z0-9_-]", lab.MaxNameLen)
+	}
+	if cmd.Flags().Changed("queues") && o.Queues < 1 {
+		return fmt.Errorf("--queues %d: want 1 or more", o.Queues)
+	}
+	return nil
+}
+
 func addLabOptionFlags(cmd *cobra.Command, o *lab.Options) {
 	fs := cmd.Flags()
 	fs.IntVar(&o.MTU, "mtu", 0, "MTU of both veth ends in bytes (default: the kernel's, 1500)")
@@ -68,7 +83,7 @@ func addLabOptionFlags(cmd *cobra.Command, o *lab.Options) {
 	fs.Var(labToggleFlag{&o.TSO}, "tso", "TCP segmentation offload on both veth ends (needs ethtool)")
 	fs.Var(labToggleFlag{&o.TxChecksum}, "txcsum", "transmit checksumming on both veth ends (needs ethtool)")
 	fs.BoolVar(&o.Threaded, "threaded", false, "threaded NAPI on side B's veth; turns GRO on there unless --gro off")
-	fs.IntVar(&o.Queues, "queues", 0, "receive and transmit queues of each veth end (default 1)")
+	fs.IntVar(&o.Queues, "queues", 0, "receive and transmit queues of each veth end, 1 or more (default 1)")
 	fs.BoolVar(&o.IPv6, "ipv6", false, "keep IPv6 and add 2001:2::1/64 and 2001:2::2/64")
 }
 
@@ -80,8 +95,14 @@ func labUpCmd() *cobra.Command {
 		Short: "Make a lab that stays until `skb lab down`, and print its names and addresses",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLabFlags(cmd, &o); err != nil {
+				return fmt.Errorf("lab up: %w", err)
+			}
 			o.Persist = true
 			l, err := lab.New(o)
+			if errors.Is(err, lab.ErrExist) {
+				return fmt.Errorf("lab up: lab %s already exists (see `skb lab list`; remove it with `skb lab down --name %s`)", o.Name, o.Name)
+			}
 			if err != nil {
 				return err
 			}
@@ -194,7 +215,7 @@ func labDownCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", labDefaultName, "the lab to remove")
-	cmd.Flags().BoolVar(&all, "all", false, "remove all labs made by `up` and all whose process is gone")
+	cmd.Flags().BoolVar(&all, "all", false, "remove every lab made by skb lab up, and every one whose process is gone")
 	return cmd
 }
 
@@ -287,9 +308,13 @@ func labExecCmd() *cobra.Command {
 		Use:   "exec a|b [--name N | --temp [lab flags]] -- CMD [ARGS...]",
 		Short: "Run a command inside side A's or B's namespace of a lab, or of a temporary one with --temp",
 		Long: `exec runs CMD inside the namespace of side a or b (through ip netns exec) and
-exits with its status. With --temp it makes a lab first (taking the lab flags of
-up) and removes it when CMD ends, also when skb gets SIGINT, SIGTERM or SIGHUP:
-the signal is passed to CMD, which gets ` + labKillAfter.String() + ` to exit before it is killed.`,
+exits with its status: 128+N when signal N ended it, 127 when CMD is not found
+in PATH and 126 when it cannot be run, as a shell does. CMD is looked up in
+skb's PATH (so skb itself must be on it for "lab exec a -- skb ..."). With
+--temp it makes a lab first (taking the lab flags of up) and removes it when CMD
+ends, also when skb gets SIGINT, SIGTERM or SIGHUP: the signal is passed to CMD,
+which gets ` + labKillAfter.String() + ` to exit before it is killed. If skb itself is killed
+(SIGKILL), CMD gets SIGKILL too, rather than running on without its lab.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -305,6 +330,9 @@ the signal is passed to CMD, which gets ` + labKillAfter.String() + ` to exit be
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLabFlags(cmd, &o); err != nil {
+				return fmt.Errorf("lab exec: %w", err)
+			}
 			if !temp {
 				for _, f := range labOptionFlags {
 					if cmd.Flags().Changed(f) {
@@ -318,6 +346,9 @@ the signal is passed to CMD, which gets ` + labKillAfter.String() + ` to exit be
 				o.Name = labDefaultName
 			}
 			code, err := labExec(args[0], o, temp, args[1:])
+			if errors.Is(err, lab.ErrExist) {
+				return fmt.Errorf("lab exec: lab %s already exists (see `skb lab list`)", o.Name)
+			}
 			if err != nil {
 				return err
 			}
@@ -334,8 +365,26 @@ the signal is passed to CMD, which gets ` + labKillAfter.String() + ` to exit be
 }
 
 // labExec runs argv in side's namespace and returns its exit code: the
-// command's own, or 128+signal when a signal ended it.
+// command's own, or 128+signal when a signal ended it. A command that is not
+// in PATH, or cannot be run, is an exitError of 127 or 126, as from a shell.
+// The command is started with a parent-death signal, SIGKILL: if skb dies,
+// the kernel kills it.
 func labExec(side string, o lab.Options, temp bool, argv []string) (code int, err error) {
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		code := 127
+		if errors.Is(err, fs.ErrPermission) {
+			code = 126
+		}
+		var ee *exec.Error
+		var pe *fs.PathError
+		if errors.As(err, &ee) {
+			err = ee.Err
+		}
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return code, &exitError{code: code, err: fmt.Errorf("lab exec: %s: %w", argv[0], err)}
+	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -367,6 +416,12 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 	}
 	c := h.Cmd(argv[0], argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// The kernel sends the parent-death signal when the thread that forked
+	// the child exits, not the process (prctl(2), PR_SET_PDEATHSIG): this
+	// goroutine keeps its thread until the command has exited.
+	setPdeathsig(c)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := c.Start(); err != nil {
 		return 1, fmt.Errorf("lab exec: start %s in %s: %w", argv[0], h.NSName, err)
 	}

@@ -8,10 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/skbdev/skb/lab"
 	"github.com/skbdev/skb/lab/labtest"
@@ -109,8 +114,9 @@ func TestLabUpExecDown(t *testing.T) {
 	if ns := netnsNames(t); !strings.Contains(ns, name+"A") || !strings.Contains(ns, name+"B") {
 		t.Fatalf("ip netns list after up: %s", ns)
 	}
-	if _, errOut, code := skb(t, "lab", "up", "--name", name); code == 0 || !strings.Contains(errOut, "exists") {
-		t.Errorf("second up: exit %d, %s", code, errOut)
+	want := "skb: lab up: lab " + name + " already exists (see `skb lab list`; remove it with `skb lab down --name " + name + "`)\n"
+	if _, errOut, code := skb(t, "lab", "up", "--name", name); code != 1 || errOut != want {
+		t.Errorf("second up: exit %d, %q; want 1, %q", code, errOut, want)
 	}
 
 	var infos []lab.Info
@@ -263,6 +269,12 @@ func TestLabBadFlags(t *testing.T) {
 		{"lab", "threaded", "maybe"},
 		{"lab", "threaded"},
 		{"lab", "up", "--bogus"},
+		{"lab", "up", "--name", ""},
+		{"lab", "up", "--queues", "0"},
+		{"lab", "up", "--queues", "-1"},
+		{"lab", "exec", "a", "--name", "", "--", "true"},
+		{"lab", "exec", "--temp", "--name", "", "a", "--", "true"},
+		{"lab", "exec", "--temp", "--queues", "0", "a", "--", "true"},
 	} {
 		t.Run(strings.Join(args[1:], "_"), func(t *testing.T) {
 			out, errOut, code := skb(t, args...)
@@ -294,5 +306,105 @@ func TestLabDownAll(t *testing.T) {
 	}
 	if _, err := os.Stat("/run/netns/" + live.A.NSName); err != nil {
 		t.Errorf("live lab removed: %v", err)
+	}
+}
+
+// TestLabExecNotFound checks that a command lab exec cannot run is one
+// "skb: " line and exit status 127 (not found) or 126 (not executable), as
+// from a shell, before any lab is looked at.
+func TestLabExecNotFound(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "script")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"lab", "exec", "a", "--", "skb-no-such-command"}, 127, "skb: lab exec: skb-no-such-command: executable file not found in $PATH\n"},
+		{[]string{"lab", "exec", "--temp", "b", "--", "skb-no-such-command", "x"}, 127, "skb: lab exec: skb-no-such-command: executable file not found in $PATH\n"},
+		{[]string{"lab", "exec", "a", "--", "/nonexistent/cmd"}, 127, "skb: lab exec: /nonexistent/cmd: no such file or directory\n"},
+		{[]string{"lab", "exec", "a", "--", notExec}, 126, "skb: lab exec: " + notExec + ": permission denied\n"},
+	} {
+		out, errOut, code := skb(t, tc.args...)
+		if code != tc.code || errOut != tc.want || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q", tc.args, code, out, errOut, tc.code, tc.want)
+		}
+	}
+}
+
+// TestLabExecParentDeath kills `skb lab exec --temp` with SIGKILL, which it
+// cannot catch, while its command runs: the command must die with it (its
+// parent-death signal) rather than run on without its lab.
+func TestLabExecParentDeath(t *testing.T) {
+	labtest.RequireRoot(t)
+	name := testLabName("skbh")
+	t.Cleanup(func() { lab.Remove(name) })
+	cmd := exec.Command(buildSkb(t), "lab", "exec", "--temp", "--name", name, "a", "--", "sleep", "30")
+	// A file, not a pipe: Wait would wait for sleep to close a pipe.
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	var pid int
+	deadline := time.Now().Add(5 * time.Second)
+	for pid == 0 {
+		out, _ := exec.Command("ip", "netns", "pids", name+"A").Output()
+		if f := strings.Fields(string(out)); len(f) == 1 {
+			pid, _ = strconv.Atoi(f[0])
+		}
+		if time.Now().After(deadline) {
+			msg, _ := os.ReadFile(stderr.Name())
+			t.Fatalf("sleep never ran in %sA; stderr: %s", name, msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// Give skb's other threads time to be scheduled elsewhere: the signal
+	// must follow the process, whichever thread runs when it dies.
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Kill()
+	<-done
+	for deadline = time.Now().Add(5 * time.Second); ; {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// Gone, or a zombie waiting for its new parent to reap it.
+		if err != nil || strings.Contains(string(b), ") Z ") || !strings.Contains(string(b), "(sleep)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep (pid %d) still runs 5s after skb lab exec was killed: %s", pid, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestFlagUsages checks every flag's help: pflag takes a `quoted` word in
+// it for the value's placeholder (so "--all up" once showed in help), and
+// a boolean flag has none.
+func TestFlagUsages(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: usage %q has a backquote, which pflag shows as the value's name", c.CommandPath(), f.Name, f.Usage)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(rootCmd)
+	out := mustSkb(t, "lab", "down", "--help")
+	if !regexp.MustCompile(`(?m)^\s+--all\s{2,}remove `).MatchString(out) {
+		t.Errorf("lab down --help:\n%s", out)
 	}
 }

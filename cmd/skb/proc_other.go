@@ -1,0 +1,8 @@
+//go:build !linux
+
+package main
+
+import "os/exec"
+
+// setPdeathsig does nothing: the parent-death signal is Linux's.
+func setPdeathsig(c *exec.Cmd) {}
