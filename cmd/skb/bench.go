@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -47,7 +46,12 @@ privileges, and takes about a minute on two CPUs.
 
 --lab (root) adds AF_PACKET and AF_XDP experiments in a two-namespace veth lab
 that bench makes and removes. --ref DIR runs the C reference programs found in
-DIR beside skb on the same paths.`,
+DIR beside skb on the same paths. bench sends only to loopback and inside the
+lab it makes.
+
+SIGINT (Ctrl-C) or SIGTERM stops the experiments: bench prints the rows (and
+charts) measured so far, then exits with status 130 or 143 (128 + the signal,
+as a shell reports a command a signal ended).`,
 		Example: `  skb bench
   skb bench --only burst,copybreak --runs 5 --duration 2s
   skb bench --json > bench.ndjson
@@ -62,7 +66,7 @@ DIR beside skb on the same paths.`,
 	fs.BoolVar(&o.lab, "lab", false, "add the AF_PACKET and AF_XDP experiments in a lab of two namespaces (needs root)")
 	fs.StringVar(&o.ref, "ref", "", "directory holding the C reference programs (udp_send, udp_recv, pingpong; with --lab afp_send, afp_recv, xsk_tx, xsk_rx): run them beside skb")
 	fs.BoolVar(&o.asJSON, "json", false, "print NDJSON, one object per row (experiment, variant, metric, value, unit, ratio, ...)")
-	fs.StringVar(&o.plot, "plot", "", "write a PNG bar chart per experiment into this directory")
+	fs.StringVar(&o.plot, "plot", "", "write a PNG bar chart per experiment into this directory (made if missing)")
 	fs.StringVar(&o.cpus, "cpus", "0,1", "CPUs of the sender and the receiver, SENDER,RECEIVER (-1: unpinned)")
 	fs.BoolVar(&o.list, "list", false, "list the experiments and exit")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no progress on standard error")
@@ -84,7 +88,20 @@ func benchCPUs(s string) (sender, receiver int, err error) {
 	return sender, receiver, nil
 }
 
+// runBench runs skb bench; its errors start "bench: ".
 func runBench(cmd *cobra.Command, o *benchOpts) error {
+	err := runBenchOpts(cmd, o)
+	if err != nil && !strings.HasPrefix(err.Error(), "bench: ") {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return &exitError{code: ee.code, err: fmt.Errorf("bench: %w", ee.err)}
+		}
+		return fmt.Errorf("bench: %w", err)
+	}
+	return err
+}
+
+func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 	out := cmd.OutOrStdout()
 	if o.list {
 		return benchList(out)
@@ -106,8 +123,12 @@ func runBench(cmd *cobra.Command, o *benchOpts) error {
 		sender, receiver = bench.NoPin, bench.NoPin
 	}
 	if o.plot != "" {
-		if fi, err := os.Stat(o.plot); err != nil || !fi.IsDir() {
-			return fmt.Errorf("--plot %s: not a directory", o.plot)
+		if err := os.MkdirAll(o.plot, 0o755); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("--plot %s: %w", o.plot, err)
 		}
 	}
 	opts := bench.Options{
@@ -118,9 +139,9 @@ func runBench(cmd *cobra.Command, o *benchOpts) error {
 		errOut := cmd.ErrOrStderr()
 		opts.Progress = func(line string) { fmt.Fprintln(errOut, "  "+line) }
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	rep, err := bench.Run(ctx, opts)
+	sc := signalContext()
+	defer sc.stop()
+	rep, err := bench.Run(sc, opts)
 	if rep == nil {
 		return err
 	}
@@ -142,7 +163,10 @@ func runBench(cmd *cobra.Command, o *benchOpts) error {
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		return errors.New("bench: interrupted; the rows above are what was measured")
+		if ierr := sc.interrupted("bench"); ierr != nil {
+			return ierr
+		}
+		return err
 	case err != nil:
 		return err
 	}

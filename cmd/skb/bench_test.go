@@ -37,6 +37,10 @@ func TestBenchList(t *testing.T) {
 }
 
 func TestBenchBadFlags(t *testing.T) {
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
@@ -51,7 +55,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"--only", "c-udp"}, "needs --ref"},
 		{[]string{"--only", "afxdp"}, "needs --lab"},
 		{[]string{"--ref", "/nonexistent", "--only", "c-udp"}, "missing udp_send"},
-		{[]string{"--plot", "/nonexistent"}, "--plot"},
+		{[]string{"--plot", notDir}, "--plot " + notDir + ": not a directory"},
+		{[]string{"--plot", filepath.Join(notDir, "sub")}, "--plot " + filepath.Join(notDir, "sub") + ": not a directory"},
 		{[]string{"--bogus"}, "unknown flag"},
 		{[]string{"extra"}, "unknown command"},
 	}
@@ -61,8 +66,9 @@ func TestBenchBadFlags(t *testing.T) {
 			t.Errorf("skb bench %v: no error", tc.args)
 			continue
 		}
-		if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
-			t.Errorf("skb bench %v: error %q, want one line containing %q", tc.args, msg, tc.want)
+		if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") ||
+			(!strings.HasPrefix(msg, "bench: ") && !strings.Contains(msg, "unknown")) {
+			t.Errorf("skb bench %v: error %q, want one line starting \"bench: \" containing %q", tc.args, msg, tc.want)
 		}
 	}
 }
@@ -86,7 +92,7 @@ func TestBenchTableJSONPlot(t *testing.T) {
 		t.Errorf("no progress on stderr: %q", errOut)
 	}
 
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "charts", "new") // made by --plot
 	out, errOut, err = runBenchCmd(t, append(args, "--json", "--quiet", "--plot", dir)...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
@@ -124,7 +130,7 @@ func TestBenchTableJSONPlot(t *testing.T) {
 // standard error and exit status 1.
 func TestBenchExitStatus(t *testing.T) {
 	out, errOut, code := skb(t, "bench", "--runs", "-1")
-	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "skb: --runs -1") {
+	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "skb: bench: --runs -1") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, one line", code, out, errOut)
 	}
 }

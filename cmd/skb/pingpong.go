@@ -56,7 +56,9 @@ measure the spinning floor.
 
 Every run is bounded: the client by -n and --duration (default 5s), the
 server by --duration (default 10s), --idle (3s without a request once one
-came, as the C reference server) and --count.`,
+came, as the C reference server) and --count.
+
+` + signalHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.server {
@@ -166,7 +168,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
-	spec, err := parseDev(f.dev)
+	spec, err := parseDev(f.dev, devKindsMemring)
 	if err != nil {
 		return fmt.Errorf("pingpong: %w", err)
 	}
@@ -214,23 +216,23 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return fmt.Errorf("pingpong: %w", err)
 	}
 	defer stopProfile()
-	ctx, stop := signalContext()
-	defer stop()
-	r, runErr := traffic.Echo(ctx, dev, cfg)
+	sc := signalContext()
+	defer sc.stop()
+	r, runErr := traffic.Echo(sc, dev, cfg)
 	p.line(fmt.Sprintf("echoed %d packets, %d bytes in %.2f seconds; %d errors", r.Echoed, r.Bytes, r.Seconds, r.Errors),
 		echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
 			Dev: spec.String(), Listen: listen.String()})
 	if runErr != nil {
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
-	return nil
+	return sc.interrupted("pingpong")
 }
 
 func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
-	spec, err := parseDev(f.dev)
+	spec, err := parseDev(f.dev, devKindsMemring)
 	if err != nil {
 		return fmt.Errorf("pingpong: %w", err)
 	}
@@ -297,9 +299,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return fmt.Errorf("pingpong: %w", err)
 	}
 	defer stopProfile()
-	ctx, stop := signalContext()
-	defer stop()
-	r, runErr := traffic.PingPong(ctx, dev, cfg)
+	sc := signalContext()
+	defer sc.stop()
+	r, runErr := traffic.PingPong(sc, dev, cfg)
 	if runErr != nil && r.Iters == 0 {
 		switch {
 		case errors.Is(runErr, unix.ECONNREFUSED):
@@ -329,5 +331,5 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if runErr != nil {
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
-	return nil
+	return sc.interrupted("pingpong")
 }

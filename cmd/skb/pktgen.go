@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"time"
 
@@ -49,7 +50,14 @@ The default destination, 127.0.0.1:9000, is the C reference udp_send's port
 (and skb sink's default). Every run is bounded: by --duration (default 5s)
 and, when given, --count.
 Sizes are UDP payload bytes. The flows are destination ports PORT to
-PORT+N-1. --burst N rings the doorbell once per N packets (xmit_more);
+PORT+N-1, up to ` + fmt.Sprint(traffic.MaxFlows) + ` of them; skb sink listens on at most ` + fmt.Sprint(sinkMaxFlows) + ` ports and
+counts loss only on the ports it listens on, so give it the same --flows. A
+port where nothing listens answers with ICMP port unreachable, which the
+unconnected udp device cannot report as an error: pktgen counts the ICMP
+destination-unreachable messages the kernel receives during the run (in this
+network namespace; their sender rate-limits them, so fewer than the packets
+refused), prints them as icmp_unreachable, and warns on stderr when there are
+any. --burst N rings the doorbell once per N packets (xmit_more);
 --gso sends each burst as one UDP GSO super-packet (udp device only).
 
 By default pktgen sends only to loopback (127.0.0.0/8, ::1) and to the RFC 2544
@@ -57,7 +65,9 @@ benchmarking range 198.18.0.0/15 that skb lab uses, and only when the kernel's
 route to the destination has no gateway and is not the default route (a lab's
 veth; with a link-layer device, on that interface): a generator pointed at a
 real host, or out of a default route by a typo, is a flood. It checks the route
-before it sends anything. --allow-any-dst lifts that for a network you own.`,
+before it sends anything. --allow-any-dst lifts that for a network you own.
+
+` + signalHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("burst") && o.gso {
@@ -70,7 +80,7 @@ before it sends anything. --allow-any-dst lifts that for a network you own.`,
 	fs.StringVar(&o.dst, "dst", fmt.Sprintf("127.0.0.1:%d", defaultPort), "destination ADDR:PORT of flow 0")
 	fs.IntVarP(&o.size, "size", "s", traffic.DefaultSize, fmt.Sprintf("UDP payload bytes per packet, at least %d (the stamp)", traffic.StampLen))
 	fs.StringVar(&o.imix, "imix", "", "a mix of sizes instead of --size: SIZE:WEIGHT,... or \"imix\" for 64:7,576:4,1472:1")
-	fs.IntVarP(&o.flows, "flows", "f", 1, "flows: destination ports PORT to PORT+N-1")
+	fs.IntVarP(&o.flows, "flows", "f", 1, fmt.Sprintf("flows: destination ports PORT to PORT+N-1, 1 to %d (a sink listens on at most %d)", traffic.MaxFlows, sinkMaxFlows))
 	fs.IntVar(&o.flowLen, "flow-len", 1, "packets (buffers with --clone) to a flow before the next flow's turn")
 	fs.Uint64VarP(&o.count, "count", "n", 0, "stop after N packets (0: only --duration bounds the run)")
 	fs.DurationVarP(&o.duration, "duration", "t", traffic.DefaultDuration, "stop after this long")
@@ -95,8 +105,8 @@ func (o *pktgenOpts) check(cmd *cobra.Command) error {
 		return fmt.Errorf("pktgen: --flow-len %d: want 1 or more", o.flowLen)
 	case o.duration <= 0:
 		return fmt.Errorf("pktgen: --duration %v: want a positive duration (every run is bounded)", o.duration)
-	case o.rate < 0:
-		return fmt.Errorf("pktgen: --rate %v: want 0 (no limit) or more", o.rate)
+	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0):
+		return fmt.Errorf("pktgen: --rate %v: want 0 (no limit) or a positive number of packets per second", o.rate)
 	case o.burst < 1 || o.burst > traffic.MaxBurst:
 		return fmt.Errorf("pktgen: --burst %d: want 1 to %d", o.burst, traffic.MaxBurst)
 	case o.clone < 0:
@@ -118,34 +128,37 @@ type pktgenIntervalJSON struct {
 }
 
 type pktgenResultJSON struct {
-	Type       string  `json:"type"`
-	Packets    uint64  `json:"packets"`
-	Bytes      uint64  `json:"bytes"`
-	Seconds    float64 `json:"seconds"`
-	PPS        float64 `json:"pps"`
-	Mbps       float64 `json:"mbps"`
-	Errors     uint64  `json:"errors"`
-	Doorbells  uint64  `json:"doorbells"`
-	Queued     uint64  `json:"queued"`
-	Flows      int     `json:"flows"`
-	Dev        string  `json:"dev"`
-	Dst        string  `json:"dst"`
-	Size       int     `json:"size,omitempty"`
-	IMIX       string  `json:"imix,omitempty"`
-	Burst      int     `json:"burst"`
-	Clone      int     `json:"clone,omitempty"`
-	GSO        bool    `json:"gso"`
-	Rate       float64 `json:"rate,omitempty"`
-	FirstError string  `json:"first_error,omitempty"`
-	CPUUser    float64 `json:"cpu_user"`
-	CPUSys     float64 `json:"cpu_sys"`
+	Type      string  `json:"type"`
+	Packets   uint64  `json:"packets"`
+	Bytes     uint64  `json:"bytes"`
+	Seconds   float64 `json:"seconds"`
+	PPS       float64 `json:"pps"`
+	Mbps      float64 `json:"mbps"`
+	Errors    uint64  `json:"errors"`
+	Doorbells uint64  `json:"doorbells"`
+	Queued    uint64  `json:"queued"`
+	// ICMPUnreachable is the growth of the namespace's ICMP
+	// destination-unreachable counter over the run (not on memring).
+	ICMPUnreachable uint64  `json:"icmp_unreachable"`
+	Flows           int     `json:"flows"`
+	Dev             string  `json:"dev"`
+	Dst             string  `json:"dst"`
+	Size            int     `json:"size,omitempty"`
+	IMIX            string  `json:"imix,omitempty"`
+	Burst           int     `json:"burst"`
+	Clone           int     `json:"clone,omitempty"`
+	GSO             bool    `json:"gso"`
+	Rate            float64 `json:"rate,omitempty"`
+	FirstError      string  `json:"first_error,omitempty"`
+	CPUUser         float64 `json:"cpu_user"`
+	CPUSys          float64 `json:"cpu_sys"`
 }
 
 func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
-	spec, err := parseDev(f.dev)
+	spec, err := parseDev(f.dev, devKindsMemring)
 	if err != nil {
 		return fmt.Errorf("pktgen: %w", err)
 	}
@@ -238,12 +251,17 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: %w", err)
 	}
 	defer stopProfile()
-	ctx, stop := signalContext()
-	defer stop()
-	r, runErr := g.Run(ctx)
+	icmp0, icmpOK := icmpUnreachable(dst.Addr().Is6())
+	sc := signalContext()
+	defer sc.stop()
+	r, runErr := g.Run(sc)
+	var icmp uint64
+	if n, ok := icmpUnreachable(dst.Addr().Is6()); ok && icmpOK && spec.kind != devMemring && n > icmp0 {
+		icmp = n - icmp0
+	}
 	j := pktgenResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
 		Errors: r.Errors, Doorbells: r.Doorbells, Queued: r.Queued, Flows: r.Flows, Dev: spec.String(), Dst: dst.String(),
-		IMIX: o.imix, Burst: o.burst, Clone: o.clone, GSO: o.gso, Rate: o.rate}
+		IMIX: o.imix, Burst: o.burst, Clone: o.clone, GSO: o.gso, Rate: o.rate, ICMPUnreachable: icmp}
 	if o.imix == "" {
 		j.Size = o.size
 	}
@@ -253,11 +271,15 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	}
 	p.line(fmt.Sprintf("sent %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec; %d errors, %d doorbells",
 		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, r.Errors, r.Doorbells), j)
+	if icmp > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable messages came back during the run: does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",
+			icmp, dst.Port(), int(dst.Port())+o.flows-1)
+	}
 	switch {
 	case runErr != nil:
 		return fmt.Errorf("pktgen: %w", runErr)
 	case r.Packets == 0 && r.FirstErr != nil:
 		return fmt.Errorf("pktgen: no packet sent: %w", r.FirstErr)
 	}
-	return nil
+	return sc.interrupted("pktgen")
 }

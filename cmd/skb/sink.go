@@ -24,6 +24,10 @@ import (
 // 50 µs the same way.
 const sinkSleep = 50 * time.Microsecond
 
+// sinkMaxFlows is the most ports a sink listens on: on the udp device one
+// socket each, and as many sockets held on a link-layer device.
+const sinkMaxFlows = 1024
+
 // sinkRcvBuf is the UDP socket's receive buffer, as the C reference's
 // udp_recv sets it (SO_RCVBUFFORCE, 4 MiB).
 const sinkRcvBuf = 4 << 20
@@ -63,9 +67,15 @@ woken again; --sleep 0 always waits, --spin never sleeps.
 
 It stops after --duration (default 10s, twice pktgen's default, so that a sink
 started first sees a whole default pktgen run), after --idle (1s) without a
-packet once traffic was seen, or after --count packets. --flows N listens on
-ports PORT to PORT+N-1 (one socket each on the udp device), to receive all of
-a pktgen's flows.`,
+packet once traffic was seen, or after --count packets: give it a longer --idle
+to see several pktgen runs one after the other. --flows N listens on ports PORT
+to PORT+N-1 (one socket each on the udp device), at most ` + fmt.Sprint(sinkMaxFlows) + `, to receive all of
+a pktgen's flows. Loss is counted per flow from the packets that arrive on
+those ports: packets to other ports are never seen, so a sink with fewer
+--flows than its pktgen reports no loss for the flows it misses (pktgen warns of
+the ICMP port-unreachable messages they cause).
+
+` + signalHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSink(cmd, &f, &o) },
 	}
@@ -76,7 +86,7 @@ a pktgen's flows.`,
 	fs.DurationVarP(&o.duration, "duration", "t", traffic.DefaultSinkDuration, "stop after this long")
 	fs.DurationVar(&o.idle, "idle", traffic.DefaultIdle, "stop after this long without a packet, once traffic was seen")
 	fs.Uint64VarP(&o.count, "count", "n", 0, "stop after N packets (0: no limit)")
-	fs.IntVarP(&o.flows, "flows", "f", 1, "receive on ports PORT to PORT+N-1 (pktgen's flows)")
+	fs.IntVarP(&o.flows, "flows", "f", 1, fmt.Sprintf("receive on ports PORT to PORT+N-1 (pktgen's flows), 1 to %d", sinkMaxFlows))
 	fs.BoolVar(&o.spin, "spin", false, "busy-poll: poll again at once when nothing came, instead of sleeping")
 	fs.DurationVar(&o.sleep, "sleep", sinkSleep, "while traffic flows, sleep this long when the queue is drained instead of waiting to be woken (0: always wait)")
 	fs.IntVar(&o.budget, "budget", traffic.DefaultBudget, "packets per poll")
@@ -132,8 +142,8 @@ func (o *sinkOpts) check(cmd *cobra.Command) error {
 		return fmt.Errorf("sink: --duration %v: want a positive duration (every run is bounded)", o.duration)
 	case o.idle <= 0:
 		return fmt.Errorf("sink: --idle %v: want a positive duration", o.idle)
-	case o.flows < 1 || o.flows > 1024:
-		return fmt.Errorf("sink: --flows %d: want 1 to 1024", o.flows)
+	case o.flows < 1 || o.flows > sinkMaxFlows:
+		return fmt.Errorf("sink: --flows %d: want 1 to %d (a socket per port)", o.flows, sinkMaxFlows)
 	case o.budget < 1 || o.budget > 1<<16:
 		return fmt.Errorf("sink: --budget %d: want 1 to 65536", o.budget)
 	case o.sleep < 0 || o.sleep > time.Second:
@@ -175,7 +185,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
-	spec, err := parseDev(f.dev)
+	spec, err := parseDev(f.dev, devKinds)
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
@@ -249,9 +259,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 		return fmt.Errorf("sink: %w", err)
 	}
 	defer stopProfile()
-	ctx, stop := signalContext()
-	defer stop()
-	r, runErr := traffic.RunSinks(ctx, devs, cfg)
+	sc := signalContext()
+	defer sc.stop()
+	r, runErr := traffic.RunSinks(sc, devs, cfg)
 	l := r.Latency
 	cu, cs := cpuTimes()
 	p.line(fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec; %d lost, %d reordered, %d kernel drops, %d copybreak",
@@ -268,5 +278,5 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	if runErr != nil {
 		return fmt.Errorf("sink: %w", runErr)
 	}
-	return nil
+	return sc.interrupted("sink")
 }

@@ -13,10 +13,12 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/driver/afpacket"
 	"github.com/skbdev/skb/driver/afxdp"
@@ -40,6 +42,12 @@ const (
 	devAFPacket = "afpacket"
 	devAFXDP    = "afxdp"
 	devMemring  = "memring"
+)
+
+// The devices each command's --dev takes, for its error message.
+const (
+	devKinds        = "udp, afpacket:IFNAME or afxdp:IFNAME[:QUEUE]"
+	devKindsMemring = "udp, afpacket:IFNAME, afxdp:IFNAME[:QUEUE] or memring"
 )
 
 const devHelp = `device: udp (a UDP socket, the default), afpacket:IFNAME (AF_PACKET on an
@@ -109,7 +117,9 @@ func (s devSpec) String() string {
 	return s.kind
 }
 
-func parseDev(s string) (devSpec, error) {
+// parseDev parses --dev; kinds lists what the command takes (devKinds or
+// devKindsMemring), for the error message.
+func parseDev(s, kinds string) (devSpec, error) {
 	kind, rest, _ := strings.Cut(s, ":")
 	spec := devSpec{kind: kind}
 	switch kind {
@@ -134,7 +144,7 @@ func parseDev(s string) (devSpec, error) {
 			spec.queue = n
 		}
 	default:
-		return spec, fmt.Errorf("--dev %q: want udp, afpacket:IFNAME or afxdp:IFNAME[:QUEUE]", s)
+		return spec, fmt.Errorf("--dev %q: want %s", s, kinds)
 	}
 	return spec, nil
 }
@@ -259,10 +269,57 @@ func checkRoute(flag string, src, dst netip.AddrPort) error {
 	return c.Close()
 }
 
-// signalContext is cancelled by SIGINT or SIGTERM: the engines then stop and
-// the command prints what they did.
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// signalHelp is what the help of every measuring command says of signals.
+const signalHelp = `SIGINT (Ctrl-C) or SIGTERM ends a run early: the command prints what it
+measured, then exits with status 130 or 143 (128 + the signal, as a shell
+reports a command a signal ended).`
+
+// runSignals is the context of a run that SIGINT or SIGTERM stops: the
+// engines then stop, the command prints what they did, and interrupted
+// returns the error that ends it with 128 + the signal.
+type runSignals struct {
+	context.Context
+	sig  atomic.Int32
+	stop func()
+}
+
+// signalContext returns a run's context; its stop, which the caller must
+// call, lets the signals kill the process again.
+func signalContext() *runSignals {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	r := &runSignals{Context: ctx}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case s := <-ch:
+			if n, ok := s.(syscall.Signal); ok {
+				r.sig.Store(int32(n))
+			}
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	r.stop = func() {
+		signal.Stop(ch)
+		cancel()
+		<-done
+	}
+	return r
+}
+
+// interrupted returns nil when no signal stopped the run, and otherwise an
+// exitError of 128 + the signal saying so, for the command cmd, after the
+// result it printed.
+func (r *runSignals) interrupted(cmd string) error {
+	n := r.sig.Load()
+	if n == 0 {
+		return nil
+	}
+	return &exitError{code: 128 + int(n),
+		err: fmt.Errorf("%s: stopped by %s; the result above is what was measured", cmd, unix.SignalName(syscall.Signal(n)))}
 }
 
 // printer writes the lines of a traffic command: text, or NDJSON objects.

@@ -10,8 +10,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/lab"
 	"github.com/skbdev/skb/lab/labtest"
@@ -270,7 +274,13 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--dst", "[2001:db8::1]:9000"}, "--allow-any-dst"},
 		{[]string{"pktgen", "--dst", "0.0.0.0:9000"}, "unicast"},
 		{[]string{"pktgen", "--dst", "[::1]:9000", "--src", "127.0.0.1"}, "different families"},
-		{[]string{"pktgen", "--dev", "bogus"}, "--dev \"bogus\""},
+		{[]string{"pktgen", "--dev", "bogus"}, "--dev \"bogus\": want udp, afpacket:IFNAME, afxdp:IFNAME[:QUEUE] or memring"},
+		{[]string{"pingpong", "--dev", "bogus"}, "--dev \"bogus\": want udp, afpacket:IFNAME, afxdp:IFNAME[:QUEUE] or memring"},
+		{[]string{"sink", "--dev", "bogus"}, "--dev \"bogus\": want udp, afpacket:IFNAME or afxdp:IFNAME[:QUEUE]\n"},
+		{[]string{"pktgen", "-r", "NaN"}, "skb: pktgen: --rate NaN: want 0 (no limit) or a positive number of packets per second\n"},
+		{[]string{"pktgen", "-r", "+Inf"}, "skb: pktgen: --rate +Inf: want 0"},
+		{[]string{"pktgen", "--flows", "65537"}, "--flows 65537: want 1 to 65536"},
+		{[]string{"sink", "--flows", "1025"}, "--flows 1025: want 1 to 1024"},
 		{[]string{"pktgen", "--dev", "afpacket"}, "needs an interface"},
 		{[]string{"pktgen", "--dev", "afpacket:nosuchif0", "--dst", "198.18.0.2:9000"}, "no interface \"nosuchif0\""},
 		{[]string{"pktgen", "--dev", "afxdp:lo:x"}, "queue"},
@@ -412,4 +422,147 @@ func TestLinkLayerCLI(t *testing.T) {
 			t.Errorf("pktgen to an unknown neighbour: %v, %q", err, e.String())
 		}
 	})
+}
+
+// TestPktgenUnreachable sends 4 flows to a sink that listens on the first
+// port only: the sink counts no loss (it never sees the other flows), and
+// pktgen reports and warns of the ICMP port-unreachable messages that the
+// other three ports answered with.
+func TestPktgenUnreachable(t *testing.T) {
+	if _, ok := icmpUnreachable(false); !ok {
+		t.Skip("no ICMP counters in /proc/net/snmp")
+	}
+	port := freePorts(t, 4)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	sink := startBg(t, exec.Command(buildSkb(t), "sink", "--json", "--listen", addr, "-n", "100", "-t", "10s"))
+	time.Sleep(200 * time.Millisecond)
+	out, errOut, code := skb(t, "pktgen", "--json", "--dst", addr, "-f", "4", "-n", "400", "-r", "20000", "-t", "10s")
+	if code != 0 {
+		t.Fatalf("pktgen: exit %d: %s", code, errOut)
+	}
+	_, gr := ndjson(t, out)
+	_, sr := ndjson(t, sink.wait(t))
+	if num(sr, "packets") != 100 || num(sr, "lost") != 0 || num(sr, "flows") != 1 {
+		t.Errorf("sink %v: want the 100 packets of flow 0 and no loss", sr)
+	}
+	// The kernel answers each of the 300 with a port unreachable (loopback
+	// is not rate-limited per peer, only by the global limit).
+	if n := num(gr, "icmp_unreachable"); n < 50 {
+		t.Errorf("pktgen icmp_unreachable %d, want most of the 300 refused: %v", n, gr)
+	}
+	want := fmt.Sprintf("ICMP destination unreachable messages came back during the run: does something listen on every flow's port (%d to %d)?", port, port+3)
+	if !strings.HasPrefix(errOut, "skb: pktgen: warning: ") || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("pktgen stderr %q, want one warning saying %q", errOut, want)
+	}
+	// Everything refused: the warning without a sink at all.
+	_, errOut, code = skb(t, "pktgen", "--dst", addr, "-n", "50", "-r", "20000")
+	if code != 0 || !strings.Contains(errOut, "skb: pktgen: warning: ") {
+		t.Errorf("pktgen to no sink: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// interrupt runs skb with args until it has printed a line on ready (its
+// stdout or stderr), sends it sig, and returns its output and exit status.
+func interrupt(t *testing.T, sig syscall.Signal, readyOnStderr bool, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(buildSkb(t), args...)
+	var out, errOut syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { cmd.Process.Kill(); <-done }()
+	ready := &out
+	if readyOnStderr {
+		ready = &errOut
+	}
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(ready.String(), "\n"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v printed nothing in 15s; stderr %q", args, errOut.String())
+		}
+		select {
+		case <-done:
+			t.Fatalf("%v exited before the signal: stdout %q, stderr %q", args, out.String(), errOut.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%v did not exit after %v", args, sig)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+// TestInterrupt checks that every measuring command, stopped by SIGINT or
+// SIGTERM, prints its result and exits with 128 + the signal, saying so in
+// one line on stderr.
+func TestInterrupt(t *testing.T) {
+	port := freePorts(t, 1)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	tests := []struct {
+		sig    syscall.Signal
+		stderr bool // ready when stderr has a line (bench's progress)
+		args   []string
+		result string // in stdout
+	}{
+		{syscall.SIGINT, false, []string{"pktgen", "--dst", addr, "-r", "1000", "-t", "30s"}, "\nsent "},
+		{syscall.SIGTERM, false, []string{"pktgen", "--json", "--dev", "memring", "-r", "1000", "-t", "30s"}, `"type":"result"`},
+		{syscall.SIGINT, false, []string{"sink", "--listen", addr, "-t", "30s"}, "received 0 packets"},
+		{syscall.SIGINT, false, []string{"pingpong", "--server", "--listen", addr, "-t", "30s"}, "echoed 0 packets"},
+		{syscall.SIGINT, false, []string{"pingpong", "--dev", "memring", "-n", "10000000", "-t", "30s"}, " iters in "},
+		{syscall.SIGINT, true, []string{"bench", "--only", "doorbell", "--runs", "50", "--duration", "1s"}, "EXPERIMENT"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, errOut, code := interrupt(t, tc.sig, tc.stderr, tc.args...)
+			want := fmt.Sprintf("skb: %s: stopped by %s; the result above is what was measured\n", tc.args[0], unix.SignalName(tc.sig))
+			if code != 128+int(tc.sig) || !strings.Contains(out, tc.result) || !strings.HasSuffix(errOut, want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q in stdout, %q", code, out, errOut, 128+int(tc.sig), tc.result, want)
+			}
+		})
+	}
+}
+
+// TestHelpDocuments checks that the help says what the commands do at
+// their edges: the flow limits of pktgen and sink, where loss is counted,
+// and the exit status after a signal.
+func TestHelpDocuments(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"pktgen", []string{"1 to 65536 (a sink listens on at most 1024)", "counts loss only on the ports it listens on", "icmp_unreachable", "exits with status 130 or 143", "--allow-any-dst"}},
+		{"sink", []string{"1 to 1024", "packets to other ports are never seen", "exits with status 130 or 143", "longer --idle"}},
+		{"pingpong", []string{"exits with status 130 or 143", "--allow-any-dst"}},
+		{"bench", []string{"exits with status 130 or 143", "(made if missing)"}},
+	} {
+		out := strings.Join(strings.Fields(mustSkb(t, tc.cmd, "--help")), " ")
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("skb %s --help lacks %q:\n%s", tc.cmd, w, out)
+			}
+		}
+	}
 }
