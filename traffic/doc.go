@@ -24,7 +24,9 @@
 // run, flow, sequence number and send time, from which the sink counts loss,
 // reordering, duplicates and one-way latency per flow, and the ping-pong
 // client matches each reply to its request. Sizes are UDP payload bytes in
-// both modes, as the C reference tools count them.
+// both modes, as the C reference tools count them, and so are the byte counts
+// and megabit rates the results report (Bytes, Mbps); on a link-layer device
+// the results also count whole frames (FrameBytes, FrameMbps).
 //
 // # Costs
 //

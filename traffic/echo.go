@@ -59,7 +59,7 @@ type EchoInterval struct {
 // EchoResult is what an echo run did.
 type EchoResult struct {
 	Echoed  uint64  // packets answered
-	Bytes   uint64  // their lengths
+	Bytes   uint64  // their UDP payload bytes (on a link-layer device too)
 	Seconds float64 // from the first request to the last
 	Other   uint64  // frames not answered (link-layer mode)
 	// Errors counts answers the device refused; FirstErr is the first.
@@ -116,7 +116,8 @@ func (e *echoer) handle(b *skb.Buff) {
 	var err error
 	switch {
 	case e.cfg.Link:
-		if !e.reflect(b) {
+		var ok bool
+		if n, ok = e.reflect(b); !ok {
 			e.res.Other++
 			e.cache.Free(b)
 			return
@@ -148,22 +149,24 @@ func (e *echoer) count(n int, err error) {
 	}
 }
 
-// reflect turns the frame in b into its answer, reporting false for a frame
-// not to be answered.
-func (e *echoer) reflect(b *skb.Buff) bool {
+// reflect turns the frame in b into its answer and returns its UDP payload
+// length, reporting false for a frame not to be answered.
+func (e *echoer) reflect(b *skb.Buff) (int, bool) {
 	if b.IsNonlinear() {
 		if err := b.Linearize(e.cache); err != nil {
-			return false
+			return 0, false
 		}
 	}
 	data := b.Data()
 	f, err := header.ParseFrame(data)
 	if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment {
-		return false
+		return 0, false
 	}
-	if e.cfg.Port != 0 && header.UDP(data[f.TransportOffset:]).DestinationPort() != e.cfg.Port {
-		return false
+	u := header.UDP(data[f.TransportOffset:])
+	if e.cfg.Port != 0 && u.DestinationPort() != e.cfg.Port {
+		return 0, false
 	}
+	plen := max(0, min(int(u.Length())-header.UDPHeaderLen, len(data)-f.PayloadOffset))
 	if e.cfg.Addr.IsValid() {
 		var dst netip.Addr
 		if f.EtherType == header.EtherTypeIPv4 {
@@ -172,12 +175,12 @@ func (e *echoer) reflect(b *skb.Buff) bool {
 			dst = header.IPv6(data[f.NetworkOffset:]).Destination()
 		}
 		if dst != e.cfg.Addr {
-			return false
+			return 0, false
 		}
 	}
 	if b.Cloned() {
 		if err := b.Unshare(e.cache); err != nil {
-			return false
+			return 0, false
 		}
 		data = b.Data()
 	}
@@ -191,7 +194,7 @@ func (e *echoer) reflect(b *skb.Buff) bool {
 		// itself at Xmit.
 		fillUDPChecksum(data, &f)
 	}
-	return true
+	return plen, true
 }
 
 func (e *echoer) loop(ctx context.Context) (EchoResult, error) {

@@ -73,6 +73,7 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 			if n >= running {
 				iv := pending[k]
 				iv.PPS, iv.Mbps = rates(iv.Packets, iv.Bytes, iv.Seconds)
+				_, iv.FrameMbps = rates(iv.Packets, iv.FrameBytes, iv.Seconds)
 				user(*iv)
 				delete(pending, k)
 				delete(counts, k)
@@ -89,6 +90,7 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 			}
 			acc.Packets += r.iv.Packets
 			acc.Bytes += r.iv.Bytes
+			acc.FrameBytes += r.iv.FrameBytes
 			acc.Lost += r.iv.Lost
 			acc.Reordered += r.iv.Reordered
 			acc.KernelDrops += r.iv.KernelDrops
@@ -125,6 +127,7 @@ func mergeSinks(sinks []*Sink) SinkResult {
 		x := s.Result()
 		r.Packets += x.Packets
 		r.Bytes += x.Bytes
+		r.FrameBytes += x.FrameBytes
 		r.Lost += x.Lost
 		r.Reordered += x.Reordered
 		r.Duplicates += x.Duplicates
@@ -149,6 +152,7 @@ func mergeSinks(sinks []*Sink) SinkResult {
 		r.Seconds = last.Sub(first).Seconds()
 	}
 	r.PPS, r.Mbps = rates(r.Packets, r.Bytes, r.Seconds)
+	_, r.FrameMbps = rates(r.Packets, r.FrameBytes, r.Seconds)
 	r.Latency = lat.Summary()
 	return r
 }

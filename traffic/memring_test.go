@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"errors"
+	"math"
 	"net/netip"
 	"testing"
 	"time"
@@ -167,6 +168,85 @@ func TestLinkMemring(t *testing.T) {
 	}
 	if bad != 0 {
 		t.Errorf("%d frames failed to parse or verify", bad)
+	}
+}
+
+// TestLinkBytes checks that a generator and a sink on a link-layer device
+// count UDP payload bytes in Bytes and Mbps, as on a datagram device, and
+// the whole frames in FrameBytes and FrameMbps; and that an echo server
+// counts payload bytes too. The frames carry Ethernet (14), IPv4 (20) or
+// IPv6 (40) and UDP (8) headers.
+func TestLinkBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		src, dst string
+		hdr      uint64
+	}{
+		{"ipv4", "198.18.0.1", "198.18.0.2", 14 + 20 + 8},
+		{"ipv6", "2001:2::1", "2001:2::2", 14 + 40 + 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := pair(t, memring.Config{RingSize: 1024})
+			frame := &header.UDPFrame{
+				Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
+				SourceIP: netip.MustParseAddr(tc.src), DestinationIP: netip.MustParseAddr(tc.dst),
+				SourcePort: 4000, DestinationPort: 9000,
+			}
+			const n, size = 300, 100
+			var ivs []PktgenInterval
+			g, err := NewPktgen(a, PktgenConfig{Frame: frame, Count: n, Burst: 32, Size: size,
+				OnInterval: func(iv PktgenInterval) { ivs = append(ivs, iv) }, Interval: time.Nanosecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := g.Run(context.Background()) // the ring holds all of them
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Packets != n || r.Bytes != n*size || r.FrameBytes != n*(size+tc.hdr) || r.Mbps <= 0 ||
+				math.Abs(r.FrameMbps/r.Mbps-float64(size+tc.hdr)/size) > 1e-9 {
+				t.Errorf("pktgen %+v: want %d payload bytes, %d frame bytes", r, n*size, n*(size+tc.hdr))
+			}
+			if len(ivs) == 0 {
+				t.Error("no interval")
+			}
+			for _, iv := range ivs {
+				if iv.Bytes*(size+tc.hdr) != iv.FrameBytes*size {
+					t.Errorf("pktgen interval %+v: payload and frame bytes disagree", iv)
+				}
+			}
+			s, err := NewSink(b, SinkConfig{Link: true, Port: 9000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				k, err := s.Poll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k == 0 {
+					break
+				}
+			}
+			sr := s.Result()
+			if sr.Packets != n || sr.Bytes != n*size || sr.FrameBytes != n*(size+tc.hdr) {
+				t.Errorf("sink %+v: want %d payload bytes, %d frame bytes", sr, n*size, n*(size+tc.hdr))
+			}
+
+			// Echo: a generator's frames to the echo's port, answered.
+			g2, _ := NewPktgen(a, PktgenConfig{Frame: frame, Count: 50, Burst: 50, Size: size})
+			if _, err := g2.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			er, err := Echo(ctx, b, EchoConfig{Link: true, Port: 9000, Count: 50})
+			if err != nil || er.Echoed != 50 || er.Bytes != 50*size {
+				t.Errorf("echo %+v, %v: want 50 answers of %d payload bytes", er, err, size)
+			}
+			drain := a.Cache()
+			a.Poll(64, func(p *skb.Buff) { drain.Free(p) })
+		})
 	}
 }
 

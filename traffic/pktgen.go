@@ -116,32 +116,39 @@ type PktgenConfig struct {
 }
 
 // PktgenInterval is what one interval of a generator run sent, from the
-// device's counters.
+// device's counters, as PktgenResult counts it.
 type PktgenInterval struct {
-	Elapsed   time.Duration // from the start of the run to the end of the interval
-	Seconds   float64       // length of the interval
-	Packets   uint64        // tx_packets
-	Bytes     uint64        // tx_bytes
-	Errors    uint64        // tx_dropped, plus buffers the pool could not give
-	Doorbells uint64        // tx_doorbells
-	PPS       float64       // Packets per second
-	Mbps      float64       // Bytes as megabits (10^6 bits) per second
+	Elapsed    time.Duration // from the start of the run to the end of the interval
+	Seconds    float64       // length of the interval
+	Packets    uint64        // tx_packets
+	Bytes      uint64        // UDP payload bytes
+	FrameBytes uint64        // tx_bytes of a link-layer device: whole frames; 0 for a datagram device
+	Errors     uint64        // tx_dropped, plus buffers the pool could not give
+	Doorbells  uint64        // tx_doorbells
+	PPS        float64       // Packets per second
+	Mbps       float64       // Bytes as megabits (10^6 bits) per second
+	FrameMbps  float64       // FrameBytes as megabits per second
 }
 
-// PktgenResult is what a generator run did. Packets, Bytes, Errors and
-// Doorbells are the growth of the device's counters over the run (see
-// netdev.Stats): bytes are UDP payload bytes for a datagram device and
-// whole frames for a link-layer one.
+// PktgenResult is what a generator run did. Packets, Errors and Doorbells
+// are the growth of the device's counters over the run (see netdev.Stats).
+// Bytes and Mbps count UDP payload bytes on every device, as the sizes do:
+// a datagram device's tx_bytes, and on a link-layer device its tx_bytes
+// less the headers of each frame (every frame of a run has the same
+// Ethernet, IP and UDP headers), whose whole frames FrameBytes and
+// FrameMbps count.
 type PktgenResult struct {
-	Packets   uint64  // tx_packets: sent by the device
-	Bytes     uint64  // tx_bytes
-	Seconds   float64 // from the start to the end of the run
-	PPS       float64
-	Mbps      float64 // megabits (10^6 bits) per second
-	Errors    uint64  // packets not sent: tx_dropped, plus buffers the pool could not give
-	Doorbells uint64  // tx_doorbells
-	Queued    uint64  // packets handed to the device
-	Flows     int
+	Packets    uint64  // tx_packets: sent by the device
+	Bytes      uint64  // UDP payload bytes
+	FrameBytes uint64  // tx_bytes of a link-layer device: whole frames; 0 for a datagram device
+	Seconds    float64 // from the start to the end of the run
+	PPS        float64
+	Mbps       float64 // Bytes as megabits (10^6 bits) per second
+	FrameMbps  float64 // FrameBytes as megabits per second
+	Errors     uint64  // packets not sent: tx_dropped, plus buffers the pool could not give
+	Doorbells  uint64  // tx_doorbells
+	Queued     uint64  // packets handed to the device
+	Flows      int
 
 	// XmitErrors counts the transmit calls that returned an error, and
 	// FirstErr is the first such error (or allocation failure), for the
@@ -577,7 +584,6 @@ loop:
 	st := g.dev.Stats().Sub(st0)
 	r := PktgenResult{
 		Packets:    st.TxPackets,
-		Bytes:      st.TxBytes,
 		Seconds:    end.Seconds(),
 		Errors:     st.TxDroppedTotal() + g.allocFails - fails0,
 		Doorbells:  st.TxDoorbells,
@@ -586,8 +592,21 @@ loop:
 		XmitErrors: g.xmitErrs - xe0,
 		FirstErr:   g.firstErr,
 	}
+	r.Bytes, r.FrameBytes = g.payload(st.TxPackets, st.TxBytes)
 	r.PPS, r.Mbps = rates(r.Packets, r.Bytes, r.Seconds)
+	_, r.FrameMbps = rates(r.Packets, r.FrameBytes, r.Seconds)
 	return r, runErr
+}
+
+// payload splits the device's tx_bytes for packets into UDP payload bytes
+// and, on a link-layer device, whole-frame bytes (the headers of every
+// template are the same length).
+func (g *Pktgen) payload(packets, txBytes uint64) (bytes, frameBytes uint64) {
+	if !g.link || len(g.tmpls) == 0 {
+		return txBytes, 0
+	}
+	hdr := packets * uint64(g.tmpls[0].payOff)
+	return txBytes - min(hdr, txBytes), txBytes
 }
 
 func rates(packets, bytes uint64, secs float64) (pps, mbps float64) {
@@ -604,11 +623,12 @@ func (g *Pktgen) tick(now time.Duration) {
 		Elapsed:   now,
 		Seconds:   (now - g.lastTick).Seconds(),
 		Packets:   d.TxPackets,
-		Bytes:     d.TxBytes,
 		Errors:    d.TxDroppedTotal() + g.allocFails - g.lastFail,
 		Doorbells: d.TxDoorbells,
 	}
+	iv.Bytes, iv.FrameBytes = g.payload(d.TxPackets, d.TxBytes)
 	iv.PPS, iv.Mbps = rates(iv.Packets, iv.Bytes, iv.Seconds)
+	_, iv.FrameMbps = rates(iv.Packets, iv.FrameBytes, iv.Seconds)
 	g.lastSt, g.lastTick, g.lastFail = st, now, g.allocFails
 	g.cfg.OnInterval(iv)
 }

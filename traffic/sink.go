@@ -85,9 +85,11 @@ type SinkInterval struct {
 	Elapsed     time.Duration // from the start of the run to the end of the interval
 	Seconds     float64       // length of the interval
 	Packets     uint64
-	Bytes       uint64
+	Bytes       uint64 // UDP payload bytes
+	FrameBytes  uint64 // whole frames on a link-layer device; 0 otherwise
 	PPS         float64
 	Mbps        float64
+	FrameMbps   float64
 	Lost        uint64 // growth of the lost count (it shrinks when late packets arrive: then 0)
 	Reordered   uint64
 	KernelDrops uint64 // rx_dropped_kernel
@@ -95,16 +97,20 @@ type SinkInterval struct {
 
 // SinkResult is what a sink counted. Packets counts datagrams (each segment
 // of a GRO train or GSO buffer, as the device hands them over) or, on a
-// link-layer device, UDP frames to the port; Bytes counts their lengths as
-// the device gives them (UDP payloads, or whole frames).
+// link-layer device, UDP frames to the port; Bytes counts their UDP
+// payloads on every device, and FrameBytes, on a link-layer device only,
+// the whole frames.
 type SinkResult struct {
-	Packets uint64
-	Bytes   uint64
-	// Seconds is the time from the first packet to the last; PPS and Mbps
-	// are over it, as the C reference receiver measures.
-	Seconds float64
-	PPS     float64
-	Mbps    float64
+	Packets    uint64
+	Bytes      uint64
+	FrameBytes uint64
+	// Seconds is the time from the first packet to the last; PPS, Mbps
+	// (of Bytes) and FrameMbps (of FrameBytes) are over it, as the C
+	// reference receiver measures.
+	Seconds   float64
+	PPS       float64
+	Mbps      float64
+	FrameMbps float64
 
 	// Lost, Reordered and Duplicates come from the stamps (see
 	// FlowTotals); Unstamped counts packets without a stamp, which count
@@ -157,7 +163,8 @@ type Sink struct {
 	cnt     Counter
 	lat     Histogram
 	packets uint64
-	bytes   uint64
+	bytes   uint64 // UDP payloads
+	frames  uint64 // frame bytes (link-layer)
 	other   uint64
 	nostamp uint64
 	scratch [StampLen]byte
@@ -175,6 +182,7 @@ type Sink struct {
 	lastTick time.Duration
 	lastPkts uint64
 	lastByte uint64
+	lastFrm  uint64
 	lastLost uint64
 	lastReor uint64
 	lastKern uint64
@@ -254,9 +262,10 @@ func (s *Sink) handle(b *skb.Buff) {
 			return
 		}
 		off = f.PayloadOffset
-		plen = min(int(u.Length())-header.UDPHeaderLen, n-off)
+		plen = max(0, min(int(u.Length())-header.UDPHeaderLen, n-off))
+		s.frames += uint64(n)
 	}
-	s.bytes += uint64(n)
+	s.bytes += uint64(plen)
 	if g := b.GSOSize(); g > 0 && plen > g && !s.cfg.Link {
 		// A GSO buffer from a device that does not segment (memring):
 		// count its datagrams.
@@ -359,6 +368,7 @@ func (s *Sink) tick(now time.Duration) {
 		Seconds:     (now - s.lastTick).Seconds(),
 		Packets:     s.packets - s.lastPkts,
 		Bytes:       s.bytes - s.lastByte,
+		FrameBytes:  s.frames - s.lastFrm,
 		Reordered:   t.Reordered - s.lastReor,
 		KernelDrops: kern - s.lastKern,
 	}
@@ -366,7 +376,8 @@ func (s *Sink) tick(now time.Duration) {
 		iv.Lost = t.Lost - s.lastLost
 	}
 	iv.PPS, iv.Mbps = rates(iv.Packets, iv.Bytes, iv.Seconds)
-	s.lastTick, s.lastPkts, s.lastByte = now, s.packets, s.bytes
+	_, iv.FrameMbps = rates(iv.Packets, iv.FrameBytes, iv.Seconds)
+	s.lastTick, s.lastPkts, s.lastByte, s.lastFrm = now, s.packets, s.bytes, s.frames
 	s.lastLost, s.lastReor, s.lastKern = t.Lost, t.Reordered, kern
 	s.cfg.OnInterval(iv)
 }
@@ -379,6 +390,7 @@ func (s *Sink) Result() SinkResult {
 	r := SinkResult{
 		Packets:     s.packets,
 		Bytes:       s.bytes,
+		FrameBytes:  s.frames,
 		Lost:        t.Lost,
 		Reordered:   t.Reordered,
 		Duplicates:  t.Duplicates,
@@ -394,5 +406,6 @@ func (s *Sink) Result() SinkResult {
 		r.Seconds = (s.last - s.first).Seconds()
 	}
 	r.PPS, r.Mbps = rates(r.Packets, r.Bytes, r.Seconds)
+	_, r.FrameMbps = rates(r.Packets, r.FrameBytes, r.Seconds)
 	return r
 }

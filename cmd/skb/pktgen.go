@@ -44,7 +44,9 @@ func pktgenCmd() *cobra.Command {
 sequence number, send time) that skb sink counts loss, reordering and latency
 from. It prints one line per second and a result line: packets, bytes,
 seconds, pps, Mbit/s, errors (packets not sent) and doorbells, from the
-device's counters.
+device's counters. Bytes and Mbit/s count UDP payload on every device; a
+link-layer device also reports its whole frames ("Mbit/sec of frames";
+frame_bytes and frame_mbps in JSON).
 
 The default destination, 127.0.0.1:9000, is the C reference udp_send's port
 (and skb sink's default). Every run is bounded: by --duration (default 5s)
@@ -125,6 +127,9 @@ type pktgenIntervalJSON struct {
 	Mbps      float64 `json:"mbps"`
 	Errors    uint64  `json:"errors"`
 	Doorbells uint64  `json:"doorbells"`
+	// Whole frames, on link-layer devices only.
+	FrameBytes uint64  `json:"frame_bytes,omitempty"`
+	FrameMbps  float64 `json:"frame_mbps,omitempty"`
 }
 
 type pktgenResultJSON struct {
@@ -137,6 +142,9 @@ type pktgenResultJSON struct {
 	Errors    uint64  `json:"errors"`
 	Doorbells uint64  `json:"doorbells"`
 	Queued    uint64  `json:"queued"`
+	// Whole frames, on link-layer devices only.
+	FrameBytes uint64  `json:"frame_bytes,omitempty"`
+	FrameMbps  float64 `json:"frame_mbps,omitempty"`
 	// ICMPUnreachable is the growth of the namespace's ICMP
 	// destination-unreachable counter over the run (not on memring).
 	ICMPUnreachable uint64  `json:"icmp_unreachable"`
@@ -236,10 +244,11 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
 	cfg.OnInterval = func(iv traffic.PktgenInterval) {
-		p.line(fmt.Sprintf("%s %.0f pps, %.2f Mbit/sec, %d errors, %d doorbells",
-			secs(iv.Elapsed), iv.PPS, iv.Mbps, iv.Errors, iv.Doorbells),
+		p.line(fmt.Sprintf("%s %.0f pps, %.2f Mbit/sec%s, %d errors, %d doorbells",
+			secs(iv.Elapsed), iv.PPS, iv.Mbps, frameRate(iv.FrameBytes, iv.FrameMbps), iv.Errors, iv.Doorbells),
 			pktgenIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Seconds: iv.Seconds, Packets: iv.Packets,
-				Bytes: iv.Bytes, PPS: iv.PPS, Mbps: iv.Mbps, Errors: iv.Errors, Doorbells: iv.Doorbells})
+				Bytes: iv.Bytes, PPS: iv.PPS, Mbps: iv.Mbps, Errors: iv.Errors, Doorbells: iv.Doorbells,
+				FrameBytes: iv.FrameBytes, FrameMbps: iv.FrameMbps})
 	}
 	g, err := traffic.NewPktgen(dev, cfg)
 	if err != nil {
@@ -261,7 +270,8 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	}
 	j := pktgenResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
 		Errors: r.Errors, Doorbells: r.Doorbells, Queued: r.Queued, Flows: r.Flows, Dev: spec.String(), Dst: dst.String(),
-		IMIX: o.imix, Burst: o.burst, Clone: o.clone, GSO: o.gso, Rate: o.rate, ICMPUnreachable: icmp}
+		IMIX: o.imix, Burst: o.burst, Clone: o.clone, GSO: o.gso, Rate: o.rate, ICMPUnreachable: icmp,
+		FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps}
 	if o.imix == "" {
 		j.Size = o.size
 	}
@@ -269,8 +279,8 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	if r.FirstErr != nil {
 		j.FirstError = r.FirstErr.Error()
 	}
-	p.line(fmt.Sprintf("sent %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec; %d errors, %d doorbells",
-		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, r.Errors, r.Doorbells), j)
+	p.line(fmt.Sprintf("sent %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d errors, %d doorbells",
+		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Errors, r.Doorbells), j)
 	if icmp > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable messages came back during the run: does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",
 			icmp, dst.Port(), int(dst.Port())+o.flows-1)

@@ -58,7 +58,9 @@ func sinkCmd() *cobra.Command {
 and counts them, with loss, reordering and duplicates per flow from the stamps
 skb pktgen writes, the kernel's drops, copybreak copies and one-way latency.
 It prints one line per second and a result line; pps and Mbit/s are over the
-time from the first packet to the last.
+time from the first packet to the last. Bytes and Mbit/s count UDP payload on
+every device; a link-layer device also reports the whole frames ("Mbit/sec of
+frames"; frame_bytes and frame_mbps in JSON).
 
 While traffic flows it sleeps --sleep (50us) whenever it has drained the
 queue, rather than asking the kernel to wake it: the sender then does no
@@ -106,6 +108,9 @@ type sinkIntervalJSON struct {
 	Lost        uint64  `json:"lost"`
 	Reordered   uint64  `json:"reordered"`
 	KernelDrops uint64  `json:"kernel_drops"`
+	// Whole frames, on link-layer devices only.
+	FrameBytes uint64  `json:"frame_bytes,omitempty"`
+	FrameMbps  float64 `json:"frame_mbps,omitempty"`
 }
 
 type sinkResultJSON struct {
@@ -132,6 +137,9 @@ type sinkResultJSON struct {
 	Listen      string  `json:"listen"`
 	CPUUser     float64 `json:"cpu_user"`
 	CPUSys      float64 `json:"cpu_sys"`
+	// Whole frames, on link-layer devices only.
+	FrameBytes uint64  `json:"frame_bytes,omitempty"`
+	FrameMbps  float64 `json:"frame_mbps,omitempty"`
 }
 
 func (o *sinkOpts) check(cmd *cobra.Command) error {
@@ -249,10 +257,11 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
 	cfg.OnInterval = func(iv traffic.SinkInterval) {
-		p.line(fmt.Sprintf("%s %.0f pps, %.2f Mbit/sec, %d lost, %d reordered, %d kernel drops",
-			secs(iv.Elapsed), iv.PPS, iv.Mbps, iv.Lost, iv.Reordered, iv.KernelDrops),
+		p.line(fmt.Sprintf("%s %.0f pps, %.2f Mbit/sec%s, %d lost, %d reordered, %d kernel drops",
+			secs(iv.Elapsed), iv.PPS, iv.Mbps, frameRate(iv.FrameBytes, iv.FrameMbps), iv.Lost, iv.Reordered, iv.KernelDrops),
 			sinkIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Seconds: iv.Seconds, Packets: iv.Packets, Bytes: iv.Bytes,
-				PPS: iv.PPS, Mbps: iv.Mbps, Lost: iv.Lost, Reordered: iv.Reordered, KernelDrops: iv.KernelDrops})
+				PPS: iv.PPS, Mbps: iv.Mbps, Lost: iv.Lost, Reordered: iv.Reordered, KernelDrops: iv.KernelDrops,
+				FrameBytes: iv.FrameBytes, FrameMbps: iv.FrameMbps})
 	}
 	stopProfile, err := startProfile(f)
 	if err != nil {
@@ -264,13 +273,13 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	r, runErr := traffic.RunSinks(sc, devs, cfg)
 	l := r.Latency
 	cu, cs := cpuTimes()
-	p.line(fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec; %d lost, %d reordered, %d kernel drops, %d copybreak",
-		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, r.Lost, r.Reordered, r.KernelDrops, r.Copybreak),
+	p.line(fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d lost, %d reordered, %d kernel drops, %d copybreak",
+		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Lost, r.Reordered, r.KernelDrops, r.Copybreak),
 		sinkResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
 			Lost: r.Lost, Reordered: r.Reordered, Duplicates: r.Duplicates, Unstamped: r.Unstamped, Flows: r.Flows,
 			KernelDrops: r.KernelDrops, Dropped: r.Dropped, Copybreak: r.Copybreak, Other: r.Other,
 			LatencyP50: us(l.P50), LatencyP99: us(l.P99), LatencyP999: us(l.P999), LatencyMax: us(l.Max),
-			Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs})
+			Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs, FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps})
 	if !f.asJSON && l.Count > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "one-way latency: p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec, max = %.2f usec\n",
 			us(l.P50), us(l.P99), us(l.P999), us(l.Max))

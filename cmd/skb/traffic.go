@@ -345,6 +345,15 @@ func (p *printer) line(text string, obj any) {
 	fmt.Fprintln(p.w, text)
 }
 
+// frameRate returns the text lines' note of a link-layer device's frame
+// rate, " (F Mbit/sec of frames)", or "" when no frames were counted.
+func frameRate(frameBytes uint64, mbps float64) string {
+	if frameBytes == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.2f Mbit/sec of frames)", mbps)
+}
+
 // us converts a duration to microseconds.
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
 

@@ -359,6 +359,16 @@ func TestLinkLayerCLI(t *testing.T) {
 		if num(gr, "packets") != 1000 || num(sr, "packets") != 1000 || num(sr, "lost") != 0 || num(sr, "flows") != 2 {
 			t.Errorf("pktgen %v\nsink %v", gr, sr)
 		}
+		// Bytes and Mbit/s are UDP payload on every device; the link-layer
+		// generator adds its frames (14 + 20 + 8 bytes of headers each).
+		if num(gr, "bytes") != 64000 || num(sr, "bytes") != 64000 || num(gr, "frame_bytes") != 106000 ||
+			gr["frame_mbps"].(float64) <= gr["mbps"].(float64) || sr["frame_bytes"] != nil {
+			t.Errorf("bytes: pktgen %v\nsink %v", gr, sr)
+		}
+		out := run(&l.A, "pktgen", "--dev", devA, "--dst", "198.18.0.2:9000", "-n", "10", "-r", "20000")
+		if !regexp.MustCompile(`(?m)^sent 10 packets, 640 bytes in [\d.]+ seconds = \d+ pps, [\d.]+ Mbit/sec \([\d.]+ Mbit/sec of frames\); 0 errors`).MatchString(out) {
+			t.Errorf("link-layer pktgen text:\n%s", out)
+		}
 	})
 	t.Run("afpacket sink", func(t *testing.T) {
 		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9000",
@@ -366,7 +376,7 @@ func TestLinkLayerCLI(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		run(&l.A, "pktgen", "--dst", "198.18.0.2:9000", "-n", "1000", "-r", "20000", "--json")
 		_, sr := ndjson(t, sink.wait(t))
-		if num(sr, "packets") != 1000 || num(sr, "lost") != 0 {
+		if num(sr, "packets") != 1000 || num(sr, "lost") != 0 || num(sr, "bytes") != 64000 || num(sr, "frame_bytes") != 106000 {
 			t.Errorf("sink %v", sr)
 		}
 	})
