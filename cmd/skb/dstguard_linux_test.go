@@ -61,7 +61,7 @@ func TestDstGuard(t *testing.T) {
 		}
 		return gerr
 	}
-	viaGW := "the route goes via gateway " + b.Addr.String() + " on " + a.Ifname + ": skb sends only to loopback or to 198.18.0.0/15 on a directly connected link (a lab); pass --allow-any-dst to send there anyway"
+	viaGW := "the route goes via gateway " + b.Addr.String() + " on " + a.Ifname + ": " + guardRule
 	tests := []struct {
 		dst, ifname string
 		want        string // "" passes

@@ -184,17 +184,20 @@ func parseSrc(s string) (netip.AddrPort, error) {
 // Destinations the senders (pktgen, the pingpong client) send to without
 // --allow-any-dst, and then only over a directly connected link: see
 // checkDst.
+// 198.18.0.0/15 and 2001:2::/48 are the benchmarking ranges (RFC 2544,
+// RFC 5180) that labs use.
 var safePrefixes = []netip.Prefix{
 	netip.MustParsePrefix("127.0.0.0/8"),
 	netip.MustParsePrefix("::1/128"),
 	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("2001:2::/48"),
 }
 
 // guardRule ends the message of a refused destination.
-const guardRule = "skb sends only to loopback or to 198.18.0.0/15 on a directly connected link (a lab); pass --allow-any-dst to send there anyway"
+const guardRule = "skb sends only to loopback or to the benchmarking ranges 198.18.0.0/15 and 2001:2::/48 on a directly connected link (a lab); pass --allow-any-dst to send there anyway"
 
 // allowAnyHelp is the help of --allow-any-dst.
-const allowAnyHelp = "send to any destination: without it, only to loopback (127.0.0.0/8, ::1) and to 198.18.0.0/15 when the route to it has no gateway"
+const allowAnyHelp = "send to any destination: without it, only to loopback (127.0.0.0/8, ::1) and to 198.18.0.0/15 or 2001:2::/48 when the route to it has no gateway"
 
 func safeDst(a netip.Addr) bool {
 	a = a.Unmap()
@@ -207,7 +210,7 @@ func safeDst(a netip.Addr) bool {
 }
 
 // checkDst is the destination guard of the commands that send. Unless
-// --allow-any-dst, dst must be loopback or in 198.18.0.0/15, and the
+// --allow-any-dst, dst must be loopback or in a benchmarking range, and the
 // kernel's route to it must stay on a directly connected link (no gateway,
 // not the default route; for a link-layer device, on spec's interface), so
 // that neither a typo nor a lab address without a lab sends a flood out of
@@ -220,7 +223,7 @@ func checkDst(flag string, f *devFlags, spec devSpec, src, dst netip.AddrPort) e
 		return nil
 	}
 	if !f.allowAny && !safeDst(dst.Addr()) {
-		return fmt.Errorf("--%s %v is outside loopback and 198.18.0.0/15: %s", flag, dst.Addr(), guardRule)
+		return fmt.Errorf("--%s %v is outside loopback and the benchmarking ranges: %s", flag, dst.Addr(), guardRule)
 	}
 	if spec.kind == devUDP {
 		if err := checkRoute(flag, src, dst); err != nil {
