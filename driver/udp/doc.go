@@ -58,17 +58,20 @@
 // split by its segment size into one buffer per datagram. A datagram longer
 // than the receive buffer is dropped and counted in rx_truncated (MSG_TRUNC;
 // nothing is read past the buffer), and datagrams the kernel dropped because
-// the socket's receive buffer was full are counted in rx_dropped_kernel
-// (SO_RXQ_OVFL).
+// the socket's receive buffer was full are counted in rx_dropped_kernel,
+// read from the socket (SO_MEMINFO) when Stats is called rather than carried
+// on every datagram (SO_RXQ_OVFL, whose control message cost a receiver
+// that was dropping 13% of its CPU).
 //
 // Src returns the source address of the datagram the handler is being given:
 // an echo server answers with XmitTo(b, d.Src(), false).
 //
-// Wait sleeps in the kernel in a recvmsg(2) that receives the first
-// datagram, which the next Poll hands over before receiving the rest in
-// batches; with Config.BusyPoll it spins instead, polling the socket
-// without sleeping, which saves the wake-up of a sleeping CPU (about 23 µs
-// on a virtual machine) per round trip. Close wakes a waiting Wait.
+// Wait sleeps in the kernel in a recvmmsg(2) with MSG_WAITFORONE that
+// receives the first datagram and what else is queued, which the next Poll
+// hands over without another system call; with Config.BusyPoll it spins
+// instead, polling the socket without sleeping, which saves the wake-up of
+// a sleeping CPU (about 23 µs on a virtual machine) per round trip. Close
+// wakes a waiting Wait.
 //
 // # Counters
 //
@@ -77,9 +80,7 @@
 // system calls that sent, rx_copybreak, rx_truncated, rx_dropped_kernel,
 // tx_dropped_<reason> (too_big for EMSGSIZE and oversized packets,
 // ring_full when the send buffer stayed full, nobuf for ENOBUFS, error for
-// a refused destination, closed) and gso_fallback_<reason>. Once the kernel
-// has dropped a datagram on the socket, every later one carries the
-// SO_RXQ_OVFL control message, which costs the receiver a few percent.
+// a refused destination, closed) and gso_fallback_<reason>.
 //
 // # Concurrency and errors
 //

@@ -15,8 +15,9 @@ import (
 	"github.com/skbdev/skb/skb"
 )
 
-// rxCtrlLen is the control buffer of each receive slot: room for the UDP_GRO
-// (int) and SO_RXQ_OVFL (uint32) messages, with some to spare.
+// rxCtrlLen is the control buffer of each receive slot with GRO: room for
+// the UDP_GRO message (an int), with some to spare. Without GRO the slots
+// have none: the kernel then skips its control-message work.
 const rxCtrlLen = 64
 
 // rxq is the receive side: one recvmmsg batch whose slots each have a posted
@@ -24,6 +25,7 @@ const rxCtrlLen = 64
 type rxq struct {
 	batch    *mmsg.Batch
 	bufs     []*skb.Buff // posted buffer of each slot; nil when the slot needs one
+	ctrlLen  int         // control bytes each slot offers the kernel: rxCtrlLen with GRO, else 0
 	posted   int         // slots [0, posted) all hold a buffer
 	prepared int         // messages [0, prepared) have their pointers set (PrepareRecv)
 	dirty    int         // messages [0, dirty) were filled by the kernel since last reset
@@ -34,15 +36,22 @@ type rxq struct {
 	seg     int // GRO segment size of message next, 0 for one datagram
 	cur     int // slot of the packet last handed over, for Src; -1 for none
 
-	drops    uint32 // the socket's drop count (sk_drops) last seen
-	unsynced bool   // a datagram came without its drop count (recvfrom)
-	meminfo  [unix.SK_MEMINFO_VARS]uint32
+	// drained says the receive call that brought the pending messages
+	// found the socket's queue empty after them (it got fewer than it asked
+	// for): once they are handed over, Poll returns without another call,
+	// which would find nothing.
+	drained bool
+
+	calls uint32 // receive calls made, for tickDrops
 
 	timeo time.Duration // SO_RCVTIMEO now set (Wait); -1 none set
 }
 
-func (r *rxq) init(batch, recvSize int) {
-	r.batch = mmsg.NewBatch(batch, true, rxCtrlLen)
+func (r *rxq) init(batch, recvSize int, gro bool) {
+	if gro {
+		r.ctrlLen = rxCtrlLen
+	}
+	r.batch = mmsg.NewBatch(batch, true, r.ctrlLen)
 	r.bufs = make([]*skb.Buff, batch)
 	r.recvSize = recvSize
 	r.cur = -1
@@ -58,14 +67,18 @@ var (
 // Poll receives up to budget datagrams without blocking and hands each to h
 // in arrival order, as one buffer holding the UDP payload with the Config's
 // headroom in front (napi_poll). It receives with recvmmsg(2) into posted
-// buffers from the device's Cache: a datagram shorter than the copybreak
-// threshold is copied into a right-sized buffer and the posted one stays
-// posted (seed 001); a GRO train is split into one buffer per datagram
-// (copies for segments shorter than the copybreak threshold, clones sharing
-// the train's buffer otherwise). A datagram longer than the receive buffer
-// is dropped (rx_truncated); datagrams the kernel dropped on a full socket
-// buffer are counted in rx_dropped_kernel when the next one arrives
-// (SO_RXQ_OVFL). During h, Src gives the datagram's source.
+// buffers from the device's Cache (with recvfrom(2) when it wants one
+// datagram, as a busy-polling ping-pong does: the cheapest receive call): a
+// datagram shorter than the copybreak threshold is copied into a
+// right-sized buffer and the posted one stays posted (seed 001); a GRO
+// train is split into one buffer per datagram (copies for segments shorter
+// than the copybreak threshold, clones sharing the train's buffer
+// otherwise). A datagram longer than the receive buffer is dropped
+// (rx_truncated). During h, Src gives the datagram's source.
+//
+// Poll returns as soon as a receive call got fewer datagrams than it asked
+// for, since the socket's queue is then empty: datagrams that Wait received
+// in a batch are handed over without another call.
 //
 // A clone shares the train's 68 KiB buffer: its headroom holds the
 // segments before it, and it must not be written before Unshare or CowHead
@@ -93,10 +106,19 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		}
 		if r.next < r.n {
 			done += d.deliver(budget-done, h)
+			if r.next >= r.n && r.drained {
+				// Another call would find the queue empty.
+				break
+			}
 			continue
 		}
 		want := min(budget-done, len(r.bufs))
-		k, err := d.recv(want, unix.MSG_DONTWAIT)
+		var err error
+		if want == 1 {
+			_, err = d.recvOne(unix.MSG_DONTWAIT)
+		} else {
+			_, err = d.recv(want, unix.MSG_DONTWAIT)
+		}
 		if err != nil {
 			if err == unix.EAGAIN {
 				break
@@ -106,11 +128,6 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		if d.closing() {
 			d.rx.discard()
 			return done, ErrClosed
-		}
-		done += d.deliver(budget-done, h)
-		if k < want {
-			// The queue is drained: another call would find it empty.
-			break
 		}
 	}
 	return done, nil
@@ -126,7 +143,8 @@ func (d *Device) rxError(err error) error {
 
 // recv posts buffers in slots [0, n) and receives into them with one
 // recvmmsg; the messages become pending. A call with MSG_DONTWAIT goes
-// through RawSyscall (it cannot sleep).
+// through RawSyscall (it cannot sleep); MSG_WAITFORONE without it sleeps
+// until the first datagram and takes what else is queued.
 func (d *Device) recv(n, flags int) (int, error) {
 	r := &d.rx
 	if n = d.post(n); n == 0 {
@@ -144,50 +162,20 @@ func (d *Device) recv(n, flags int) (int, error) {
 			break
 		}
 	}
+	d.tickDrops()
 	if err != nil {
-		if err == unix.EAGAIN && r.unsynced {
-			d.syncDrops()
-		}
 		return 0, err
 	}
-	// The datagrams of a batch were queued after any that came by
-	// recvfrom: their SO_RXQ_OVFL counts cover the drops before those.
-	r.unsynced = false
 	r.n, r.next, r.off, r.dirty = k, 0, 0, k
+	r.drained = k < n
 	return k, nil
 }
 
-// syncDrops reads the socket's drop count (SO_MEMINFO) when datagrams came
-// by recvfrom, which carries no SO_RXQ_OVFL control message, and the queue
-// is empty, so that drops before them are counted even when no later
-// datagram brings the count. It costs a getsockopt when the device would
-// wait anyway.
-func (d *Device) syncDrops() {
-	r := &d.rx
-	r.unsynced = false
-	if mmsg.Meminfo(d.fd, &r.meminfo) == nil {
-		d.countDrops(r.meminfo[unix.SK_MEMINFO_DROPS])
-	}
-}
-
-// countDrops counts the kernel's drops up to v, the socket's cumulative
-// drop count; an older count (a datagram queued before a count already
-// seen) counts nothing.
-func (d *Device) countDrops(v uint32) {
-	r := &d.rx
-	if delta := v - r.drops; delta != 0 && delta < 1<<31 {
-		d.ctr.RxDrop(netdev.DropKernel, int(delta))
-		r.drops = v
-	}
-}
-
 // recvOne receives one datagram into slot 0, which makes it pending: with
-// recvmsg(2), cheaper than a recvmmsg when one is all there is (a round
-// trip), since recvmmsg tries for a second one. A busy-polling probe
-// (MSG_DONTWAIT) goes through RawSyscall, and without GRO it uses
-// recvfrom(2), cheaper still: no control message then, which loses
-// nothing, since the SO_RXQ_OVFL count is cumulative and the next datagram
-// received in a batch brings it.
+// recvmsg(2), or without GRO and without sleeping with recvfrom(2) through
+// RawSyscall, the cheapest receive the kernel has (no msghdr to copy in, no
+// iovec array), which a busy-polling loop probes with. On a connected
+// socket it asks for no address: the source can only be Remote.
 func (d *Device) recvOne(flags int) (int, error) {
 	r := &d.rx
 	if d.post(1) == 0 {
@@ -201,20 +189,15 @@ func (d *Device) recvOne(flags int) (int, error) {
 		case flags&unix.MSG_DONTWAIT != 0 && !d.gro:
 			p := r.bufs[0].Head()[d.headroom : d.headroom+r.recvSize]
 			if d.connected {
-				// The source can only be Remote: no address to copy out.
 				if n, err = mmsg.RecvfromNow(d.fd, p, flags|unix.MSG_TRUNC, nil, nil); err == nil {
 					h.Hdr.Namelen = 0
 				}
 			} else {
 				n, err = mmsg.RecvfromNow(d.fd, p, flags|unix.MSG_TRUNC, &r.batch.Names[0], &h.Hdr.Namelen)
 			}
-			if err == nil {
-				r.unsynced = true
-				h.Hdr.SetControllen(0)
-				if n > len(p) {
-					h.Hdr.Flags = unix.MSG_TRUNC
-					n = len(p)
-				}
+			if err == nil && n > len(p) {
+				h.Hdr.Flags = unix.MSG_TRUNC
+				n = len(p)
 			}
 		case flags&unix.MSG_DONTWAIT != 0:
 			n, err = mmsg.RecvmsgNow(d.fd, &h.Hdr, flags)
@@ -225,11 +208,13 @@ func (d *Device) recvOne(flags int) (int, error) {
 			break
 		}
 	}
+	d.tickDrops()
 	if err != nil {
 		return 0, err
 	}
 	h.Len = uint32(n)
 	r.n, r.next, r.off, r.dirty = 1, 0, 0, 1
+	r.drained = false
 	return 1, nil
 }
 
@@ -258,7 +243,7 @@ func (d *Device) post(n int) int {
 	for i := range r.dirty {
 		h := &r.batch.Hdrs[i].Hdr
 		h.Namelen = unix.SizeofSockaddrInet6
-		h.SetControllen(rxCtrlLen)
+		h.SetControllen(r.ctrlLen)
 		h.Flags = 0
 	}
 	r.dirty = 0
@@ -392,8 +377,7 @@ func (d *Device) deliverTrain(i, n, budget int, h netdev.Handler) int {
 	return done
 }
 
-// parseCtrl reads the control messages of slot i: the GRO segment size and
-// the kernel's drop count.
+// parseCtrl reads the control messages of slot i: the GRO segment size.
 func (d *Device) parseCtrl(i, n int) {
 	r := &d.rx
 	c := r.batch.Ctrl(i)
@@ -401,11 +385,8 @@ func (d *Device) parseCtrl(i, n int) {
 		n = len(c)
 	}
 	for level, typ, data, rest, ok := mmsg.NextCmsg(c[:n]); ok; level, typ, data, rest, ok = mmsg.NextCmsg(rest) {
-		switch {
-		case level == unix.SOL_UDP && typ == unix.UDP_GRO:
+		if level == unix.SOL_UDP && typ == unix.UDP_GRO {
 			r.seg = int(int32(mmsg.CmsgInt(data)))
-		case level == unix.SOL_SOCKET && typ == unix.SO_RXQ_OVFL:
-			d.countDrops(uint32(mmsg.CmsgInt(data)))
 		}
 	}
 	if r.seg < 0 {
@@ -437,17 +418,17 @@ func (d *Device) Src() netip.AddrPort {
 // device is closed (Close wakes a waiting Wait), or the receive call's error
 // prefixed "udp: wait: ".
 //
-// Wait receives the first datagram itself, with one recvmsg(2) that sleeps
-// in the kernel (bounded by SO_RCVTIMEO), and leaves it for the next Poll,
-// which receives the rest in batches: one system call on the wake-up path,
-// where sleeping in poll(2) and receiving in Poll took two (measured on a
-// loopback round trip: p50 56-68 µs against 83-89 µs for poll(2), the C
-// reference 40-48 µs in the same runs). With Config.BusyPoll it spins
-// instead, probing with non-blocking recvfrom(2) (recvmsg(2) with GRO, for
-// its control message), which costs the kernel less than a recvmmsg that
-// finds one datagram and tries for a second: on the loopback round trip it
-// took the p50 from 7.0-8.8 µs with recvmsg to 6.6-7.9 µs, the C reference
-// 5.8-8.0 µs in the same runs.
+// Wait receives itself, with one recvmmsg(2) with MSG_WAITFORONE that sleeps
+// in the kernel (bounded by SO_RCVTIMEO) until the first datagram comes and
+// then takes what else is queued, and leaves them for the next Poll, which
+// hands them over without another call when that one emptied the queue: one
+// system call per wake-up, where sleeping in poll(2) and receiving in Poll
+// took two and more (measured on a loopback round trip: p50 56-68 µs
+// against 83-89 µs for poll(2), the C reference 40-48 µs in the same runs).
+// With Config.BusyPoll it spins instead, probing with non-blocking
+// recvfrom(2) (recvmsg(2) with GRO, for its control message), which costs
+// the kernel less than a recvmmsg that finds one datagram and tries for a
+// second.
 //
 // The Go scheduler takes the P of a goroutine that sleeps in a system call
 // for more than 20 µs when no other P is idle, and the goroutine must get
@@ -469,8 +450,8 @@ func (d *Device) Wait(timeout time.Duration) error {
 	return d.sleep(timeout)
 }
 
-// spin polls with non-blocking recvmsg until a datagram arrives, which is
-// then pending for Poll.
+// spin polls with non-blocking receives of one datagram until one arrives,
+// which is then pending for Poll.
 func (d *Device) spin(timeout time.Duration) error {
 	var deadline time.Time
 	if timeout > 0 {
@@ -490,23 +471,21 @@ func (d *Device) spin(timeout time.Duration) error {
 		case err != unix.EAGAIN:
 			return fmt.Errorf("udp: wait: %w", err)
 		}
-		if d.rx.unsynced {
-			d.syncDrops()
-		}
 		if timeout == 0 || timeout > 0 && i&15 == 15 && time.Now().After(deadline) {
 			return netdev.ErrTimeout
 		}
 	}
 }
 
-// sleep waits in a blocking recvmsg, bounded by SO_RCVTIMEO, for a datagram,
-// which is then pending for Poll. Close's shutdown wakes it. Receiving the
-// datagram in the call that sleeps, rather than sleeping in poll(2) and
-// receiving in Poll, saves a system call on the wake-up path; measured on a
-// loopback round trip it is also what keeps the Go scheduler off that path.
+// sleep waits in a blocking recvmmsg with MSG_WAITFORONE, bounded by
+// SO_RCVTIMEO, for datagrams, which are then pending for Poll. Close's
+// shutdown wakes it. Receiving in the call that sleeps, rather than
+// sleeping in poll(2) and receiving in Poll, saves a system call on the
+// wake-up path; measured on a loopback round trip it is also what keeps the
+// Go scheduler off that path.
 func (d *Device) sleep(timeout time.Duration) error {
 	r := &d.rx
-	flags := 0
+	flags := unix.MSG_WAITFORONE
 	if timeout == 0 {
 		flags = unix.MSG_DONTWAIT
 	} else if timeout != r.timeo {
@@ -519,7 +498,7 @@ func (d *Device) sleep(timeout time.Duration) error {
 		}
 		r.timeo = timeout
 	}
-	k, err := d.recvOne(flags)
+	k, err := d.recv(len(r.bufs), flags)
 	if d.closing() {
 		r.discard()
 		return ErrClosed

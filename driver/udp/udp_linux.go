@@ -63,6 +63,11 @@ type Device struct {
 	ctr netdev.Counters
 	tx  txq
 	rx  rxq
+
+	// drops is the socket's count of datagrams the kernel dropped
+	// (sk_drops, read with SO_MEMINFO), widened from the kernel's 32 bits;
+	// see readDrops.
+	drops atomic.Uint64
 }
 
 const (
@@ -176,11 +181,6 @@ func (d *Device) setup(cfg Config) error {
 	}
 	if err := setBuf(fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.RcvBuf); err != nil {
 		return fmt.Errorf("setsockopt SO_RCVBUF %d: %w", cfg.RcvBuf, err)
-	}
-	// SO_RXQ_OVFL: each datagram carries the socket's drop count
-	// (sk_drops), so that kernel drops are counted (socket(7)).
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
-		return fmt.Errorf("setsockopt SO_RXQ_OVFL: %w", err)
 	}
 	if cfg.TxTimeout > 0 {
 		tv := unix.NsecToTimeval(cfg.TxTimeout.Nanoseconds())
@@ -321,7 +321,7 @@ func (d *Device) initBuffers(cfg Config) error {
 	}
 	d.cache = p.NewCache()
 	d.tx.init(d.batch)
-	d.rx.init(d.batch, recvSize)
+	d.rx.init(d.batch, recvSize, d.gro)
 	return nil
 }
 
@@ -402,6 +402,7 @@ func (d *Device) cleanup() {
 	if !d.cleaned.CompareAndSwap(false, true) {
 		return
 	}
+	d.readDrops() // the last count, for Stats after Close
 	d.tx.drop(d, netdev.DropClosed)
 	d.rx.release(d)
 	d.cache.Close()
@@ -426,8 +427,59 @@ func (d *Device) Cache() *pool.Cache { return d.cache }
 // Pool returns the pool the device's buffers come from.
 func (d *Device) Pool() *pool.Pool { return d.pool }
 
-// Stats returns a snapshot of the counters. Safe for concurrent use.
-func (d *Device) Stats() netdev.Stats { return d.ctr.Snapshot() }
+// Stats returns a snapshot of the counters. Safe for concurrent use, also
+// after Close. rx_dropped_kernel is read from the socket as Stats is called
+// (its drop count, sk_drops, with getsockopt SO_MEMINFO), so that receiving
+// costs nothing per datagram for it.
+func (d *Device) Stats() netdev.Stats {
+	s := d.ctr.Snapshot()
+	drops := d.drops.Load()
+	if d.enter() {
+		drops = d.readDrops()
+		d.exit()
+	}
+	s.RxDropped[netdev.DropKernel] += drops
+	return s
+}
+
+// dropsEvery is how many receive calls pass between two readings of the
+// socket's drop count by the device's goroutine, so that the kernel's 32-bit
+// count is never read so rarely that it could wrap unseen, also when nobody
+// calls Stats.
+const dropsEvery = 1024
+
+// tickDrops counts a receive call, reading the drop count every dropsEvery
+// calls.
+func (d *Device) tickDrops() {
+	d.rx.calls++
+	if d.rx.calls%dropsEvery == 0 {
+		d.readDrops()
+	}
+}
+
+// readDrops reads the socket's drop count (SO_MEMINFO's SK_MEMINFO_DROPS,
+// the kernel's sk_drops, which SO_RXQ_OVFL would report on every datagram),
+// adds its growth to d.drops and returns the new total. The kernel's count is
+// 32 bits: growth is taken modulo 2^32, and a reading older than one already
+// counted (a concurrent Stats) is ignored. The caller holds a reference
+// (enter) or is cleanup, so that the descriptor is open.
+func (d *Device) readDrops() uint64 {
+	var mi [unix.SK_MEMINFO_VARS]uint32
+	if mmsg.Meminfo(d.fd, &mi) != nil {
+		return d.drops.Load()
+	}
+	v := mi[unix.SK_MEMINFO_DROPS]
+	for {
+		old := d.drops.Load()
+		delta := v - uint32(old)
+		if delta == 0 || delta >= 1<<31 {
+			return old
+		}
+		if d.drops.CompareAndSwap(old, old+uint64(delta)) {
+			return old + uint64(delta)
+		}
+	}
+}
 
 // LocalAddr returns the address the socket is bound to (getsockname(2) at
 // Open; an IPv4-mapped address is given as IPv4).

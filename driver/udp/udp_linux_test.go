@@ -447,8 +447,8 @@ func TestTruncated(t *testing.T) {
 }
 
 // TestKernelDrops overflows a small receive buffer and checks that what
-// arrives plus what the kernel reports dropped (SO_RXQ_OVFL) is what was
-// sent.
+// arrives plus what the kernel reports dropped (rx_dropped_kernel, read with
+// SO_MEMINFO) is what was sent.
 func TestKernelDrops(t *testing.T) {
 	for _, busy := range []time.Duration{0, 20 * time.Microsecond} {
 		t.Run(fmt.Sprint(busy), func(t *testing.T) { testKernelDrops(t, busy) })
