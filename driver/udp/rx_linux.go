@@ -42,6 +42,11 @@ type rxq struct {
 	// which would find nothing.
 	drained bool
 
+	// sparse says the last batch receive call got at most one datagram
+	// (traffic is one packet in flight, or none): Poll then probes with a
+	// receive of one datagram, the cheapest call, and returns after it.
+	sparse bool
+
 	calls uint32 // receive calls made, for tickDrops
 
 	timeo time.Duration // SO_RCVTIMEO now set (Wait); -1 none set
@@ -78,7 +83,14 @@ var (
 //
 // Poll returns as soon as a receive call got fewer datagrams than it asked
 // for, since the socket's queue is then empty: datagrams that Wait received
-// in a batch are handed over without another call.
+// in a batch are handed over without another call. When the last batch
+// call got at most one datagram (one packet in flight, as in a ping-pong,
+// or a queue polled faster than it fills), Poll probes with a receive of
+// one datagram and returns after handing it over, so that an echo server
+// answers at once; the next Poll asks for a batch again. Measured on a
+// busy-polling loopback ping-pong, an echo server probing with recvmmsg
+// for 64 had a p50 0.7 µs longer than one probing for 1 (7.96 against
+// 7.27 µs, the C reference 6.62 µs).
 //
 // A clone shares the train's 68 KiB buffer: its headroom holds the
 // segments before it, and it must not be written before Unshare or CowHead
@@ -114,8 +126,12 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		}
 		want := min(budget-done, len(r.bufs))
 		var err error
-		if want == 1 {
-			_, err = d.recvOne(unix.MSG_DONTWAIT)
+		if want == 1 || r.sparse {
+			if _, err = d.recvOne(unix.MSG_DONTWAIT); err == nil {
+				// One in flight: hand it over and return (the caller
+				// answers it); the next call asks for a batch.
+				r.drained, r.sparse = true, false
+			}
 		} else {
 			_, err = d.recv(want, unix.MSG_DONTWAIT)
 		}
@@ -164,10 +180,12 @@ func (d *Device) recv(n, flags int) (int, error) {
 	}
 	d.tickDrops()
 	if err != nil {
+		r.sparse = true
 		return 0, err
 	}
 	r.n, r.next, r.off, r.dirty = k, 0, 0, k
 	r.drained = k < n
+	r.sparse = k <= 1
 	return k, nil
 }
 

@@ -208,11 +208,17 @@ func (d *Device) queue(b *skb.Buff, name []byte, more bool) error {
 		niov = 0
 	}
 	k := t.n
+	if len(name) == 0 && !d.connected {
+		return d.dropOne(b, netdev.DropError, errXmitNoDst)
+	}
+	if k == 0 && !more && gso == 0 && niov == 1 && !b.IsNonlinear() {
+		// One linear datagram and nothing queued: the doorbell is one
+		// sendto, without laying out a batch.
+		return d.sendOne(b, name)
+	}
 	if len(name) > 0 {
 		t.names[k] = [mmsg.SockaddrMax]byte{}
 		copy(t.names[k][:], name)
-	} else if !d.connected {
-		return d.dropOne(b, netdev.DropError, errXmitNoDst)
 	}
 	// Field by field: a struct built on the stack and copied in stalls on
 	// store forwarding, measurably so at millions of packets a second.
@@ -230,6 +236,42 @@ func (d *Device) queue(b *skb.Buff, name []byte, more bool) error {
 }
 
 var errXmitNoBuf = fmt.Errorf("udp: xmit: linearize: %w", pool.ErrExhausted)
+
+// sendOne is the doorbell of a queue holding the one linear datagram b, to
+// name (empty for the connected peer): one sendto(2), first without
+// sleeping and outside the scheduler's view as send does, then, when the
+// send buffer is full and the device may wait, once more as a call that
+// sleeps. It frees b and counts the datagram as the doorbell would.
+func (d *Device) sendOne(b *skb.Buff, name []byte) error {
+	n := b.Len()
+	_, err := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+	for err == unix.EINTR {
+		_, err = mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+	}
+	if err == unix.EAGAIN && d.sendFlags&unix.MSG_DONTWAIT == 0 {
+		_, err = mmsg.Sendto(d.fd, b.Data(), d.sendFlags, name)
+		for err == unix.EINTR {
+			_, err = mmsg.Sendto(d.fd, b.Data(), d.sendFlags, name)
+		}
+	}
+	d.cache.Free(b)
+	if err == nil {
+		d.ctr.TxDoorbell(1, n)
+		return nil
+	}
+	r := netdev.DropError
+	switch err {
+	case unix.EMSGSIZE:
+		r = netdev.DropTooBig
+	case unix.EAGAIN:
+		r = netdev.DropRingFull
+		d.ctr.TxRingFull()
+	case unix.ENOBUFS:
+		r = netdev.DropNoBuffer
+	}
+	d.ctr.TxDrop(r, 1)
+	return fmt.Errorf("udp: sendmmsg: %w", err)
+}
 
 // dropOne drops b before it was queued, counts it, rings the doorbell for
 // what was queued before (an error path must not strand them) and returns

@@ -903,3 +903,56 @@ func repeat(v, n int) []int {
 	}
 	return s
 }
+
+// TestPollModes checks how Poll receives: after a batch call that found at
+// most one datagram it probes for one and returns after it, the next call
+// takes the rest as a batch, in order; datagrams that Wait took in one
+// call are handed over by one Poll.
+func TestPollModes(t *testing.T) {
+	tx, rx := pair(t, lo4, Config{}, Config{})
+	seq := uint32(0)
+	send := func(n int) {
+		t.Helper()
+		for i := range n {
+			if err := tx.Xmit(fill(t, tx, seq, 64), i < n-1); err != nil {
+				t.Fatal(err)
+			}
+			seq++
+		}
+	}
+	var got []uint32
+	h := func(b *skb.Buff) {
+		s, ok := checkPattern(b.Data())
+		if !ok {
+			t.Errorf("datagram %d corrupt", s)
+		}
+		got = append(got, s)
+		rx.Cache().Free(b)
+	}
+	poll := func(want int) {
+		t.Helper()
+		n, err := rx.Poll(64, h)
+		if err != nil || n != want {
+			t.Fatalf("Poll: %d, %v; want %d", n, err, want)
+		}
+	}
+	poll(0) // an empty batch call: sparse from now on
+	send(5)
+	// Loopback queues a datagram inside the sender's call: all 5 are there.
+	poll(1) // a probe for one
+	poll(4) // a batch
+	poll(0)
+	send(3)
+	if err := rx.Wait(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	poll(3) // all that Wait took, with no call finding the queue empty
+	for i, s := range got {
+		if s != uint32(i) {
+			t.Fatalf("order: got %v", got)
+		}
+	}
+	if len(got) != 8 {
+		t.Fatalf("got %d datagrams, want 8", len(got))
+	}
+}
