@@ -93,7 +93,7 @@
 // It is not a replacement for net.UDPConn in ordinary programs: it has no
 // deadlines per call and does not use the Go netpoller, so a Device ties up
 // its goroutine's thread while it waits. It sends and receives UDP payloads
-// only; packets with IP headers are for the afpacket, afxdp and tun drivers.
+// only; whole frames are for the afpacket and afxdp drivers.
 // It needs Linux: elsewhere Open returns an error wrapping
 // errors.ErrUnsupported.
 package udp

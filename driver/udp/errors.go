@@ -7,9 +7,10 @@ import (
 )
 
 var (
-	// ErrConfig is returned by Open for an invalid Config: Local and Remote
-	// of different families, a negative size or duration, or a RecvSize or
-	// Headroom that no size class of the pool holds.
+	// ErrConfig is returned by Open for an invalid Config: one that
+	// netdev.Config.Validate refuses (the error wraps netdev.ErrConfig too),
+	// Local and Remote of different families, a negative size or duration,
+	// or a RecvSize or Headroom that no size class of the pool holds.
 	ErrConfig = errors.New("udp: invalid config")
 
 	// ErrNoDestination is returned by Xmit on an unconnected device (Remote

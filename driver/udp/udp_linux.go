@@ -92,7 +92,10 @@ func Open(cfg Config) (*Device, error) {
 }
 
 func open(cfg Config) (*Device, error) {
-	if cfg.SndBuf < 0 || cfg.RcvBuf < 0 || cfg.RecvSize < 0 || cfg.BusyPoll < 0 || cfg.Headroom < 0 {
+	if err := cfg.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if cfg.SndBuf < 0 || cfg.RcvBuf < 0 || cfg.RecvSize < 0 || cfg.BusyPoll < 0 {
 		return nil, fmt.Errorf("%w: negative size", ErrConfig)
 	}
 	d := &Device{
