@@ -7,6 +7,7 @@ import (
 	"github.com/skbdev/skb/driver/memring"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/traffic"
 )
 
 // The metrics the experiments report.
@@ -224,10 +225,12 @@ func catalog() []Experiment {
 				return []variant{
 					c("C sendto", []string{"-s", "64", "-b", "1"}, []string{"-b", "1"}),
 					withTargets(udpVariant("skb burst 1", "C sendto", udpFlow{size: 64, burst: 1}), rx(0.9)),
+					withTargets(udpVariant("skb burst 1, sleeping sink", "C sendto", udpFlow{size: 64, burst: 1, sleep: traffic.DefaultSinkSleep}), rx(0.9)),
 					c("C sendto, spinning receiver", []string{"-s", "64", "-b", "1"}, []string{"-b", "1", "-n"}),
 					withTargets(udpVariant("skb burst 1, spinning sink", "C sendto, spinning receiver", udpFlow{size: 64, burst: 1, spin: true}), rx(0.9)),
 					c("C sendmmsg 64", []string{"-s", "64", "-b", "64"}, []string{"-b", "64", "-w"}),
 					withTargets(udpVariant("skb burst 64", "C sendmmsg 64", udpFlow{size: 64, burst: 64}), rx(0.95)),
+					withTargets(udpVariant("skb burst 64, sleeping sink", "C sendmmsg 64", udpFlow{size: 64, burst: 64, sleep: traffic.DefaultSinkSleep}), rx(0.95)),
 					c("C sendmmsg 64, spinning receiver", []string{"-s", "64", "-b", "64"}, []string{"-b", "64", "-n"}),
 					withTargets(udpVariant("skb burst 64, spinning sink", "C sendmmsg 64, spinning receiver", udpFlow{size: 64, burst: 64, spin: true}), rx(0.95)),
 					c("C GSO 64", []string{"-s", "64", "-b", "1", "-g", "64"}, []string{"-b", "64", "-w"}),

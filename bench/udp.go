@@ -39,6 +39,10 @@ type udpFlow struct {
 	// instead of sleeping in the device's Wait (a sleeping receiver is
 	// woken by the sender's CPU, once per datagram when it keeps up).
 	spin bool
+	// sleep makes the sink sleep this long when it has drained the queue
+	// while traffic flows, as skb sink does by default, instead of
+	// waiting in Wait to be woken.
+	sleep time.Duration
 }
 
 // runUDP runs f once and returns its figures.
@@ -87,7 +91,7 @@ func runUDP(ctx context.Context, e *env, f udpFlow) (sample, error) {
 	r, err := runFlow(ctx, e, flowSpec{
 		tx: txDev, rx: rxDev,
 		gen:     traffic.PktgenConfig{Dst: rx.LocalAddr(), Size: f.size, Burst: f.burst, GSO: f.gso},
-		sink:    traffic.SinkConfig{Spin: f.spin},
+		sink:    traffic.SinkConfig{Spin: f.spin, Sleep: f.sleep},
 		rxCount: func() uint64 { return rx.Stats().RxPackets },
 	})
 	if err != nil {

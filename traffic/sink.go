@@ -25,6 +25,14 @@ const (
 	// DefaultIdle is how long a sink waits, once traffic was seen, for
 	// more before it stops.
 	DefaultIdle = time.Second
+	// DefaultSinkSleep is the Sleep skb sink uses unless told otherwise,
+	// in ns. Measured on loopback (64-byte datagrams from pktgen, sender
+	// and sink pinned to two CPUs, medians of 8 alternating runs) against
+	// waiting to be woken, it raised the rate by a fifth (1.23x at burst 1,
+	// 1.20x at burst 64) and cut the sink's CPU per packet by 40%: a sender
+	// whose receiver is not asleep does no wake-up work. The C reference's
+	// AF_XDP receiver sleeps 50 µs the same way.
+	DefaultSinkSleep = 50 * time.Microsecond
 	// SleepSpan is how long after its last packet a sink with
 	// SinkConfig.Sleep keeps sleeping between polls before it waits to be
 	// woken again.

@@ -16,13 +16,7 @@ import (
 )
 
 // sinkSleep is the sink's default sleep between polls while traffic flows.
-// Measured on loopback (64-byte datagrams from pktgen, sender and sink
-// pinned to two CPUs, medians of 8 alternating runs) against waiting to be
-// woken, it raised the rate by a fifth (1.23x at burst 1, 1.20x at burst 64)
-// and cut the sink's CPU per packet by 40%: a sender whose receiver is not
-// asleep does no wake-up work. The C reference's AF_XDP receiver sleeps
-// 50 µs the same way.
-const sinkSleep = 50 * time.Microsecond
+const sinkSleep = traffic.DefaultSinkSleep
 
 // sinkMaxFlows is the most ports a sink listens on: on the udp device one
 // socket each, and as many sockets held on a link-layer device.
