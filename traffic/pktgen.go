@@ -493,10 +493,16 @@ func (g *Pktgen) build(flow, maxSegs int, ts int64) (*skb.Buff, int, error) {
 		return nil, 0, err
 	}
 	p := b.Put(size * segs)
-	for k := range segs {
-		d := p[k*size : (k+1)*size]
-		PutStamp(d, Stamp{Run: g.run, Flow: uint32(flow), Seq: seq + uint64(k), Tstamp: ts})
-		clear(d[StampLen:])
+	if segs == 1 {
+		PutStamp(p, Stamp{Run: g.run, Flow: uint32(flow), Seq: seq, Tstamp: ts})
+		clear(p[StampLen:])
+	} else {
+		// One clear for the whole run and the stamps over it: a clear per
+		// datagram costs a call each.
+		clear(p)
+		for k := range segs {
+			PutStamp(p[k*size:], Stamp{Run: g.run, Flow: uint32(flow), Seq: seq + uint64(k), Tstamp: ts})
+		}
 	}
 	if segs > 1 {
 		b.SetGSO(size, segs, skb.GSOUDPL4)
