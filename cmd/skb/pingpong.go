@@ -168,15 +168,8 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
-	spec, err := parseDev(f.dev, devKindsMemring)
+	spec, listen, err := parseListen(f.dev, devKindsMemring, o.listen)
 	if err != nil {
-		return fmt.Errorf("pingpong: %w", err)
-	}
-	listen, err := parseAddrPort("listen", o.listen)
-	if err != nil {
-		return fmt.Errorf("pingpong: %w", err)
-	}
-	if err := checkListen("listen", listen); err != nil {
 		return fmt.Errorf("pingpong: %w", err)
 	}
 	if spec.kind == devMemring {
@@ -232,11 +225,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
-	spec, err := parseDev(f.dev, devKindsMemring)
-	if err != nil {
-		return fmt.Errorf("pingpong: %w", err)
-	}
-	dst, err := parseAddrPort("connect", o.connect)
+	spec, dst, err := parseDevAddr(f.dev, devKindsMemring, "connect", o.connect)
 	if err != nil {
 		return fmt.Errorf("pingpong: %w", err)
 	}

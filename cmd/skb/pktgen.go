@@ -166,11 +166,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
-	spec, err := parseDev(f.dev, devKindsMemring)
-	if err != nil {
-		return fmt.Errorf("pktgen: %w", err)
-	}
-	dst, err := parseAddrPort("dst", o.dst)
+	spec, dst, err := parseDevAddr(f.dev, devKindsMemring, "dst", o.dst)
 	if err != nil {
 		return fmt.Errorf("pktgen: %w", err)
 	}

@@ -172,6 +172,20 @@ func checkListen(flag string, a netip.AddrPort) error {
 	return nil
 }
 
+// parseListen is parseDevAddr for the commands that receive (sink and the
+// pingpong server): it parses --dev and --listen, and refuses with
+// checkListen an address they cannot receive on.
+func parseListen(dev, kinds, listen string) (devSpec, netip.AddrPort, error) {
+	spec, a, err := parseDevAddr(dev, kinds, "listen", listen)
+	if err != nil {
+		return devSpec{}, netip.AddrPort{}, err
+	}
+	if err := checkListen("listen", a); err != nil {
+		return devSpec{}, netip.AddrPort{}, err
+	}
+	return spec, a, nil
+}
+
 // bindErr explains a failed bind of a listening address.
 func bindErr(flag string, a netip.AddrPort, err error) error {
 	switch {
@@ -189,15 +203,8 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
-	spec, err := parseDev(f.dev, devKinds)
+	spec, listen, err := parseListen(f.dev, devKinds, o.listen)
 	if err != nil {
-		return fmt.Errorf("sink: %w", err)
-	}
-	listen, err := parseAddrPort("listen", o.listen)
-	if err != nil {
-		return fmt.Errorf("sink: %w", err)
-	}
-	if err := checkListen("listen", listen); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
 	switch {

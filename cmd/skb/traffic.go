@@ -181,6 +181,22 @@ func parseSrc(s string) (netip.AddrPort, error) {
 	return parseAddrPort("src", s)
 }
 
+// parseDevAddr parses the --dev and the ADDR:PORT flag (named flag, with
+// value addr) that every traffic command starts from; kinds lists the
+// devices the command takes (devKinds or devKindsMemring), for the error
+// message. The errors are parseDev's and parseAddrPort's, in that order.
+func parseDevAddr(dev, kinds, flag, addr string) (devSpec, netip.AddrPort, error) {
+	spec, err := parseDev(dev, kinds)
+	if err != nil {
+		return devSpec{}, netip.AddrPort{}, err
+	}
+	a, err := parseAddrPort(flag, addr)
+	if err != nil {
+		return devSpec{}, netip.AddrPort{}, err
+	}
+	return spec, a, nil
+}
+
 // Destinations the senders (pktgen, the pingpong client) send to without
 // --allow-any-dst, and then only over a directly connected link: see
 // checkDst.
