@@ -204,12 +204,10 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		p.line(fmt.Sprintf("%s echoed %d (%.0f pps)", secs(iv.Elapsed), iv.Echoed, iv.PPS),
 			echoIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Echoed: iv.Echoed, PPS: iv.PPS})
 	}
-	stopProfile, err := startProfile(f)
+	sc, err := startRun(f)
 	if err != nil {
 		return fmt.Errorf("pingpong: %w", err)
 	}
-	defer stopProfile()
-	sc := signalContext()
 	defer sc.stop()
 	r, runErr := traffic.Echo(sc, dev, cfg)
 	p.line(fmt.Sprintf("echoed %d packets, %d bytes in %.2f seconds; %d errors", r.Echoed, r.Bytes, r.Seconds, r.Errors),
@@ -283,12 +281,10 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		p.line(fmt.Sprintf("%s %d iters, %.2f usec/iter, p50 = %.2f usec", secs(iv.Elapsed), iv.Iters, iv.UsecPerIter, us(iv.P50)),
 			pingpongIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Iters: iv.Iters, UsecPerIter: iv.UsecPerIter, P50: us(iv.P50)})
 	}
-	stopProfile, err := startProfile(f)
+	sc, err := startRun(f)
 	if err != nil {
 		return fmt.Errorf("pingpong: %w", err)
 	}
-	defer stopProfile()
-	sc := signalContext()
 	defer sc.stop()
 	r, runErr := traffic.PingPong(sc, dev, cfg)
 	if runErr != nil && r.Iters == 0 {

@@ -251,14 +251,12 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: %w", err)
 	}
 	defer g.Close()
-	stopProfile, err := startProfile(f)
+	sc, err := startRun(f)
 	if err != nil {
 		return fmt.Errorf("pktgen: %w", err)
 	}
-	defer stopProfile()
-	icmp0, icmpOK := icmpUnreachable(dst.Addr().Is6())
-	sc := signalContext()
 	defer sc.stop()
+	icmp0, icmpOK := icmpUnreachable(dst.Addr().Is6())
 	r, runErr := g.Run(sc)
 	var icmp uint64
 	if n, ok := icmpUnreachable(dst.Addr().Is6()); ok && icmpOK && spec.kind != devMemring && n > icmp0 {

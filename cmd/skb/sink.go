@@ -266,12 +266,10 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 				PPS: iv.PPS, Mbps: iv.Mbps, Lost: iv.Lost, Reordered: iv.Reordered, KernelDrops: iv.KernelDrops,
 				FrameBytes: iv.FrameBytes, FrameMbps: iv.FrameMbps})
 	}
-	stopProfile, err := startProfile(f)
+	sc, err := startRun(f)
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
-	defer stopProfile()
-	sc := signalContext()
 	defer sc.stop()
 	r, runErr := traffic.RunSinks(sc, devs, cfg)
 	l := r.Latency

@@ -329,6 +329,24 @@ func signalContext() *runSignals {
 	return r
 }
 
+// startRun starts what surrounds every measured run: the CPU profile
+// --cpuprofile asks for (startProfile), then the run's context
+// (signalContext). Its stop, which the caller must call, lets the signals
+// kill the process again and then stops the profile.
+func startRun(f *devFlags) (*runSignals, error) {
+	stopProfile, err := startProfile(f)
+	if err != nil {
+		return nil, err
+	}
+	sc := signalContext()
+	stopSignals := sc.stop
+	sc.stop = func() {
+		stopSignals()
+		stopProfile()
+	}
+	return sc, nil
+}
+
 // interrupted returns nil when no signal stopped the run, and otherwise an
 // exitError of 128 + the signal saying so, for the command cmd, after the
 // result it printed.
