@@ -184,9 +184,6 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		}
 		dev = d
 	} else {
-		if _, err := lookupLink(spec.ifname); err != nil {
-			return fmt.Errorf("pingpong: %w", err)
-		}
 		d, err := linkDev(spec, netdev.Config{}, false, o.busy)
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", err)

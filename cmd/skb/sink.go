@@ -244,9 +244,6 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			}
 		}
 	} else {
-		if _, err := lookupLink(spec.ifname); err != nil {
-			return fmt.Errorf("sink: %w", err)
-		}
 		d, err := linkDev(spec, ncfg, false, o.spin)
 		if err != nil {
 			return fmt.Errorf("sink: %w", err)

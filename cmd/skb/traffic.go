@@ -435,19 +435,25 @@ func drain(ctx context.Context, peer netdev.Device) {
 	}
 }
 
-// linkDev opens an AF_PACKET or AF_XDP device on spec's interface.
+// linkDev opens an AF_PACKET or AF_XDP device on spec's interface. It
+// looks the interface up first (lookupLink), so that a missing one, or one
+// without an Ethernet address, is named as such rather than by the
+// driver's error.
 func linkDev(spec devSpec, cfg netdev.Config, txOnly, spin bool) (netdev.Device, error) {
-	switch spec.kind {
-	case devAFPacket:
-		return afpacket.Open(afpacket.Config{Config: cfg, Ifname: spec.ifname, TxOnly: txOnly})
-	case devAFXDP:
-		w := afxdp.WaitSleep
-		if spin {
-			w = afxdp.WaitSpin
-		}
-		return afxdp.Open(spec.ifname, spec.queue, afxdp.Config{Config: cfg, TxOnly: txOnly, Wait: w})
+	if !spec.link() {
+		return nil, fmt.Errorf("--dev %v is not a link-layer device", spec)
 	}
-	return nil, fmt.Errorf("--dev %v is not a link-layer device", spec)
+	if _, err := lookupLink(spec.ifname); err != nil {
+		return nil, err
+	}
+	if spec.kind == devAFPacket {
+		return afpacket.Open(afpacket.Config{Config: cfg, Ifname: spec.ifname, TxOnly: txOnly})
+	}
+	w := afxdp.WaitSleep
+	if spin {
+		w = afxdp.WaitSpin
+	}
+	return afxdp.Open(spec.ifname, spec.queue, afxdp.Config{Config: cfg, TxOnly: txOnly, Wait: w})
 }
 
 // linkTarget is what a link-layer sender needs to know of its interface and
