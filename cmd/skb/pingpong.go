@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -259,10 +258,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 	default:
-		if err := checkDst("connect", f, spec, netip.AddrPort{}, dst); err != nil {
-			return fmt.Errorf("pingpong: %w", err)
-		}
-		frame, err := linkTarget(spec, f, dst)
+		frame, err := linkTarget("connect", spec, f, dst)
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", err)
 		}

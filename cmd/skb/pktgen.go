@@ -223,10 +223,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			return fmt.Errorf("pktgen: %w", err)
 		}
 	default:
-		if err := checkDst("dst", f, spec, netip.AddrPort{}, dst); err != nil {
-			return fmt.Errorf("pktgen: %w", err)
-		}
-		frame, err := linkTarget(spec, f, dst)
+		frame, err := linkTarget("dst", spec, f, dst)
 		if err != nil {
 			return fmt.Errorf("pktgen: %w", err)
 		}

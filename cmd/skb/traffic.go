@@ -457,8 +457,12 @@ func linkDev(spec devSpec, cfg netdev.Config, txOnly, spin bool) (netdev.Device,
 }
 
 // linkTarget is what a link-layer sender needs to know of its interface and
-// peer: the frame template.
-func linkTarget(spec devSpec, f *devFlags, dst netip.AddrPort) (*header.UDPFrame, error) {
+// peer: the frame template. It first guards dst, the value of the flag
+// named flag, with checkDst, so that no link-layer sender skips the guard.
+func linkTarget(flag string, spec devSpec, f *devFlags, dst netip.AddrPort) (*header.UDPFrame, error) {
+	if err := checkDst(flag, f, spec, netip.AddrPort{}, dst); err != nil {
+		return nil, err
+	}
 	l, err := lookupLink(spec.ifname)
 	if err != nil {
 		return nil, err
