@@ -200,30 +200,8 @@ func pingMem(ctx context.Context, e *env, size int, clone bool) (sample, error) 
 	}
 	defer b.Close()
 	defer a.Close()
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	started := make(chan struct{})
-	var echoErr error
-	srvDone := pinned(e.receiver, func() {
-		close(started)
-		_, echoErr = traffic.Echo(sctx, b, traffic.EchoConfig{Spin: true, Idle: -1, Duration: 4*e.dur + 10*time.Second})
+	return runPing(ctx, e, b, a, "memring ping-pong", traffic.PingPongConfig{
+		Size: size, Iters: pingIters(e.memDuration(), 250*time.Nanosecond), Warmup: 10,
+		Duration: max(e.memDuration(), 50*time.Millisecond), BusyPoll: true,
 	})
-	<-started
-	var res traffic.PingPongResult
-	var pingErr error
-	<-pinned(e.sender, func() {
-		res, pingErr = traffic.PingPong(ctx, a, traffic.PingPongConfig{
-			Size: size, Iters: pingIters(e.memDuration(), 250*time.Nanosecond), Warmup: 10,
-			Duration: max(e.memDuration(), 50*time.Millisecond), BusyPoll: true,
-		})
-	})
-	stop()
-	<-srvDone
-	if err := firstErr(pingErr, echoErr); err != nil {
-		return nil, err
-	}
-	if res.Iters == 0 {
-		return nil, errNoPackets("memring ping-pong")
-	}
-	return pingSample(res), nil
 }

@@ -183,29 +183,36 @@ func pingUDP(ctx context.Context, e *env, size, iters int, busy, clone bool) (sa
 		srvDev, _ = cloneWrap(srv)
 		cliDev, _ = cloneWrap(cli)
 	}
+	return runPing(ctx, e, srvDev, cliDev, "ping-pong", traffic.PingPongConfig{
+		Size: size, Iters: iters, Duration: 4*e.dur + time.Second, BusyPoll: busy,
+	})
+}
+
+// runPing runs a ping-pong between two devices: Echo on srv, pinned to the
+// receiver CPU and bounded by 4 times the run duration and 10 seconds, and
+// PingPong with pc on cli, pinned to the sender CPU; Echo spins when
+// pc.BusyPoll and stops once PingPong returns. what names the ping-pong in
+// the error when no round trip completed.
+func runPing(ctx context.Context, e *env, srv, cli netdev.Device, what string, pc traffic.PingPongConfig) (sample, error) {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	started := make(chan struct{})
 	var echoErr error
 	srvDone := pinned(e.receiver, func() {
 		close(started)
-		_, echoErr = traffic.Echo(sctx, srvDev, traffic.EchoConfig{Spin: busy, Idle: -1, Duration: 4*e.dur + 10*time.Second})
+		_, echoErr = traffic.Echo(sctx, srv, traffic.EchoConfig{Spin: pc.BusyPoll, Idle: -1, Duration: 4*e.dur + 10*time.Second})
 	})
 	<-started
 	var res traffic.PingPongResult
 	var pingErr error
-	<-pinned(e.sender, func() {
-		res, pingErr = traffic.PingPong(ctx, cliDev, traffic.PingPongConfig{
-			Size: size, Iters: iters, Duration: 4*e.dur + time.Second, BusyPoll: busy,
-		})
-	})
+	<-pinned(e.sender, func() { res, pingErr = traffic.PingPong(ctx, cli, pc) })
 	stop()
 	<-srvDone
 	if err := firstErr(pingErr, echoErr); err != nil {
 		return nil, err
 	}
 	if res.Iters == 0 {
-		return nil, errNoPackets("ping-pong")
+		return nil, errNoPackets(what)
 	}
 	return pingSample(res), nil
 }
