@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -203,17 +202,8 @@ func cAFPacketRun(ctx context.Context, e *env) (sample, error) {
 	}
 	defer recv.stop()
 	time.Sleep(cReady)
-	send, err := e.startC(ctx, e.sender, &le.l.A, "afp_send",
+	return e.cSendRecv(ctx, recv, &le.l.A, "afp_send",
 		"-i", le.l.A.Ifname, "-D", lab.MACB.String(), "-m", "mmsg", "-b", "64", "-s", "64", "-t", secsArg(e.dur))
-	if err != nil {
-		return nil, err
-	}
-	sout, serr := send.wait(e.dur + 10*time.Second)
-	rout, rerr := recv.wait(6 * time.Second)
-	if err := errors.Join(serr, rerr); err != nil {
-		return nil, err
-	}
-	return cFigures(sout, rout)
 }
 
 // cXskRetries is how many times a C AF_XDP program is started again when
@@ -300,11 +290,7 @@ func cXsk(ctx context.Context, e *env, threaded bool) (sample, error) {
 	}
 	sout, serr := runXsk(ctx, e, "xsk_tx", "-i", le.l.A.Ifname, "-D", lab.MACB.String(),
 		"-s", "64", "-k", "64", "-t", secsArg(e.dur))
-	rout, rerr := recv.wait(6 * time.Second)
-	if err := errors.Join(serr, rerr); err != nil {
-		return nil, err
-	}
-	return cFigures(sout, rout)
+	return recvFigures(recv, sout, serr)
 }
 
 // labNetdev is a compile-time check that the lab's devices are netdev

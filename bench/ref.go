@@ -208,12 +208,28 @@ func cUDPRun(ctx context.Context, e *env, sendArgs, recvArgs []string) (sample, 
 	}
 	defer recv.stop()
 	time.Sleep(cReady)
-	send, err := e.startC(ctx, e.sender, nil, "udp_send",
+	return e.cSendRecv(ctx, recv, nil, "udp_send",
 		append([]string{"-d", "127.0.0.1", "-p", port, "-t", secsArg(e.dur)}, sendArgs...)...)
+}
+
+// cSendRecv runs the C sender name with args on the sender CPU, inside
+// host's namespace when host is not nil, until it exits (e.dur and 10
+// seconds at most), then waits for the C receiver recv, which the caller
+// started and stops, and returns the figures of both (recvFigures). When
+// the sender does not start it returns that error at once.
+func (e *env) cSendRecv(ctx context.Context, recv *cProc, host *lab.Host, name string, args ...string) (sample, error) {
+	send, err := e.startC(ctx, e.sender, host, name, args...)
 	if err != nil {
 		return nil, err
 	}
 	sout, serr := send.wait(e.dur + 10*time.Second)
+	return recvFigures(recv, sout, serr)
+}
+
+// recvFigures waits up to 6 seconds for the C receiver recv once its sender
+// is done, and returns cFigures of the sender's output sout and the
+// receiver's; serr is the sender's error, joined with the receiver's.
+func recvFigures(recv *cProc, sout string, serr error) (sample, error) {
 	rout, rerr := recv.wait(6 * time.Second)
 	if err := errors.Join(serr, rerr); err != nil {
 		return nil, err
