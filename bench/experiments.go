@@ -309,7 +309,7 @@ func catalog() []Experiment {
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				return []variant{
-					{name: "C afp_send -> afp_recv", run: cAFPacketRun},
+					{name: "C afp_send -> afp_recv", run: cAFPacketRun()},
 					{name: "skb -> afp_recv", ref: "C afp_send -> afp_recv", run: afpacketRun(64, true),
 						targets: map[string]Target{mRxPPS.Name: {Min: 0.9}}},
 					{name: "skb -> skb sink", ref: "C afp_send -> afp_recv", run: afpacketRun(64, false)},

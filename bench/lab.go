@@ -61,32 +61,78 @@ func openIn[D any](h *lab.Host, open func() (D, error)) (D, error) {
 	return d, err
 }
 
+// labRun returns a run of fn in e's lab; without a lab the run returns
+// errNoLab.
+func labRun(fn func(ctx context.Context, e *env, le *labEnv) (sample, error)) func(context.Context, *env) (sample, error) {
+	return func(ctx context.Context, e *env) (sample, error) {
+		if e.lab == nil {
+			return nil, errNoLab
+		}
+		return fn(ctx, e, e.lab)
+	}
+}
+
+// openAFPacket opens an AF_PACKET device with cfg on h's interface, in h's
+// namespace.
+func openAFPacket(h *lab.Host, cfg afpacket.Config) (*afpacket.Device, error) {
+	cfg.Ifname = h.Ifname
+	return openIn(h, func() (*afpacket.Device, error) { return afpacket.Open(cfg) })
+}
+
+// openAFXDP opens an AF_XDP device with cfg on queue 0 of h's interface, in
+// h's namespace.
+func openAFXDP(h *lab.Host, cfg afxdp.Config) (*afxdp.Device, error) {
+	return openIn(h, func() (*afxdp.Device, error) { return afxdp.Open(h.Ifname, 0, cfg) })
+}
+
+// flow runs skb's pktgen on tx, A's device, sending 64-byte datagrams in
+// the lab's frames with burst packets per doorbell, into skb's sink on rx,
+// B's device, which counts the UDP frames to labPort; with rx nil nothing
+// of skb receives (B's kernel stack or a C receiver takes the frames). It
+// returns the run's sample.
+func (le *labEnv) flow(ctx context.Context, e *env, tx, rx netdev.Device, burst int) (sample, error) {
+	frame := le.frame
+	fs := flowSpec{tx: tx, gen: traffic.PktgenConfig{Frame: &frame, Size: 64, Burst: burst}}
+	if rx != nil {
+		fs.rx = rx
+		fs.sink = traffic.SinkConfig{Link: true, Port: labPort}
+		fs.rxCount = func() uint64 { return rx.Stats().RxPackets }
+	}
+	r, err := runFlow(ctx, e, fs)
+	if err != nil {
+		return nil, err
+	}
+	return r.sample(), nil
+}
+
+// startAfpRecv starts the C receiver afp_recv on B, on the receiver CPU,
+// and gives it cReady to bind. The caller must stop it.
+func startAfpRecv(ctx context.Context, e *env, le *labEnv) (*cProc, error) {
+	recv, err := e.startC(ctx, e.receiver, &le.l.B, "afp_recv",
+		"-i", le.l.B.Ifname, "-I", "300", "-t", secsArg(e.dur+5*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(cReady)
+	return recv, nil
+}
+
 // afpacketRun returns a run of skb's AF_PACKET pktgen on A into skb's
 // AF_PACKET sink on B, or into the C receiver afp_recv when cRecv.
 func afpacketRun(burst int, cRecv bool) func(context.Context, *env) (sample, error) {
-	return func(ctx context.Context, e *env) (sample, error) {
-		le := e.lab
-		if le == nil {
-			return nil, errNoLab
-		}
-		tx, err := openIn(&le.l.A, func() (*afpacket.Device, error) {
-			return afpacket.Open(afpacket.Config{Ifname: le.l.A.Ifname, TxOnly: true})
-		})
+	return labRun(func(ctx context.Context, e *env, le *labEnv) (sample, error) {
+		tx, err := openAFPacket(&le.l.A, afpacket.Config{TxOnly: true})
 		if err != nil {
 			return nil, err
 		}
 		defer tx.Close()
-		frame := le.frame
-		gen := traffic.PktgenConfig{Frame: &frame, Size: 64, Burst: burst}
 		if cRecv {
-			recv, err := e.startC(ctx, e.receiver, &le.l.B, "afp_recv",
-				"-i", le.l.B.Ifname, "-I", "300", "-t", secsArg(e.dur+5*time.Second))
+			recv, err := startAfpRecv(ctx, e, le)
 			if err != nil {
 				return nil, err
 			}
 			defer recv.stop()
-			time.Sleep(cReady)
-			r, err := runFlow(ctx, e, flowSpec{tx: tx, gen: gen})
+			s, err := le.flow(ctx, e, tx, nil, burst)
 			if err != nil {
 				return nil, err
 			}
@@ -98,66 +144,38 @@ func afpacketRun(burst int, cRecv bool) func(context.Context, *env) (sample, err
 			if err != nil {
 				return nil, err
 			}
-			s := r.sample()
 			s[mRxPPS.Name] = rf["pps"]
 			cpuPer(s, mRxCPU.Name, rf, "dgrams")
 			return s, nil
 		}
-		rx, err := openIn(&le.l.B, func() (*afpacket.Device, error) {
-			return afpacket.Open(afpacket.Config{Ifname: le.l.B.Ifname, Protocol: 0x0800})
-		})
+		rx, err := openAFPacket(&le.l.B, afpacket.Config{Protocol: 0x0800})
 		if err != nil {
 			return nil, err
 		}
 		defer rx.Close()
-		r, err := runFlow(ctx, e, flowSpec{
-			tx: tx, rx: rx, gen: gen,
-			sink:    traffic.SinkConfig{Link: true, Port: labPort},
-			rxCount: func() uint64 { return rx.Stats().RxPackets },
-		})
-		if err != nil {
-			return nil, err
-		}
-		return r.sample(), nil
-	}
+		return le.flow(ctx, e, tx, rx, burst)
+	})
 }
 
 // afxdpTxRun returns a run of skb's AF_XDP pktgen on A alone (B's kernel
 // stack takes the frames), with burst descriptors per kick.
 func afxdpTxRun(burst int) func(context.Context, *env) (sample, error) {
-	return func(ctx context.Context, e *env) (sample, error) {
-		le := e.lab
-		if le == nil {
-			return nil, errNoLab
-		}
-		tx, err := openIn(&le.l.A, func() (*afxdp.Device, error) {
-			return afxdp.Open(le.l.A.Ifname, 0, afxdp.Config{TxOnly: true})
-		})
+	return labRun(func(ctx context.Context, e *env, le *labEnv) (sample, error) {
+		tx, err := openAFXDP(&le.l.A, afxdp.Config{TxOnly: true})
 		if err != nil {
 			return nil, err
 		}
 		defer tx.Close()
-		frame := le.frame
-		r, err := runFlow(ctx, e, flowSpec{tx: tx, gen: traffic.PktgenConfig{Frame: &frame, Size: 64, Burst: burst}})
-		if err != nil {
-			return nil, err
-		}
-		return r.sample(), nil
-	}
+		return le.flow(ctx, e, tx, nil, burst)
+	})
 }
 
 // afxdpRun returns a run of skb's AF_XDP pktgen on A (burst 64) into skb's
 // AF_XDP sink on B (WaitSleep: 50 us naps when the ring is empty), with B's
 // NAPI threaded or not.
 func afxdpRun(threaded bool) func(context.Context, *env) (sample, error) {
-	return func(ctx context.Context, e *env) (sample, error) {
-		le := e.lab
-		if le == nil {
-			return nil, errNoLab
-		}
-		rx, err := openIn(&le.l.B, func() (*afxdp.Device, error) {
-			return afxdp.Open(le.l.B.Ifname, 0, afxdp.Config{Wait: afxdp.WaitSleep})
-		})
+	return labRun(func(ctx context.Context, e *env, le *labEnv) (sample, error) {
+		rx, err := openAFXDP(&le.l.B, afxdp.Config{Wait: afxdp.WaitSleep})
 		if err != nil {
 			return nil, err
 		}
@@ -168,42 +186,27 @@ func afxdpRun(threaded bool) func(context.Context, *env) (sample, error) {
 			}
 			defer le.l.SetThreaded(false)
 		}
-		tx, err := openIn(&le.l.A, func() (*afxdp.Device, error) {
-			return afxdp.Open(le.l.A.Ifname, 0, afxdp.Config{TxOnly: true})
-		})
+		tx, err := openAFXDP(&le.l.A, afxdp.Config{TxOnly: true})
 		if err != nil {
 			return nil, err
 		}
 		defer tx.Close()
-		frame := le.frame
-		r, err := runFlow(ctx, e, flowSpec{
-			tx: tx, rx: rx,
-			gen:     traffic.PktgenConfig{Frame: &frame, Size: 64, Burst: 64},
-			sink:    traffic.SinkConfig{Link: true, Port: labPort},
-			rxCount: func() uint64 { return rx.Stats().RxPackets },
-		})
+		return le.flow(ctx, e, tx, rx, 64)
+	})
+}
+
+// cAFPacketRun returns a run of afp_send -m mmsg -b 64 on A into afp_recv
+// on B.
+func cAFPacketRun() func(context.Context, *env) (sample, error) {
+	return labRun(func(ctx context.Context, e *env, le *labEnv) (sample, error) {
+		recv, err := startAfpRecv(ctx, e, le)
 		if err != nil {
 			return nil, err
 		}
-		return r.sample(), nil
-	}
-}
-
-// cAFPacketRun runs afp_send -m mmsg -b 64 on A into afp_recv on B.
-func cAFPacketRun(ctx context.Context, e *env) (sample, error) {
-	le := e.lab
-	if le == nil {
-		return nil, errNoLab
-	}
-	recv, err := e.startC(ctx, e.receiver, &le.l.B, "afp_recv",
-		"-i", le.l.B.Ifname, "-I", "300", "-t", secsArg(e.dur+5*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	defer recv.stop()
-	time.Sleep(cReady)
-	return e.cSendRecv(ctx, recv, &le.l.A, "afp_send",
-		"-i", le.l.A.Ifname, "-D", lab.MACB.String(), "-m", "mmsg", "-b", "64", "-s", "64", "-t", secsArg(e.dur))
+		defer recv.stop()
+		return e.cSendRecv(ctx, recv, &le.l.A, "afp_send",
+			"-i", le.l.A.Ifname, "-D", lab.MACB.String(), "-m", "mmsg", "-b", "64", "-s", "64", "-t", secsArg(e.dur))
+	})
 }
 
 // cXskRetries is how many times a C AF_XDP program is started again when
@@ -232,11 +235,7 @@ func runXsk(ctx context.Context, e *env, name string, args ...string) (string, e
 
 // cXskTxRun returns a run of xsk_tx -k k on A, transmit only.
 func cXskTxRun(k int) func(context.Context, *env) (sample, error) {
-	return func(ctx context.Context, e *env) (sample, error) {
-		le := e.lab
-		if le == nil {
-			return nil, errNoLab
-		}
+	return labRun(func(ctx context.Context, e *env, le *labEnv) (sample, error) {
 		out, err := runXsk(ctx, e, "xsk_tx", "-i", le.l.A.Ifname, "-D", lab.MACB.String(),
 			"-s", "64", "-k", fmt.Sprint(k), "-t", secsArg(e.dur))
 		if err != nil {
@@ -249,20 +248,16 @@ func cXskTxRun(k int) func(context.Context, *env) (sample, error) {
 		s := sample{mTxPPS.Name: f["pps"]}
 		cpuPer(s, mTxCPU.Name, f, "pkts")
 		return s, nil
-	}
+	})
 }
 
 // cXskRun returns a run of xsk_tx -k 64 on A into xsk_rx -w usleep:50 on
 // B, with B's NAPI threaded or not.
 func cXskRun(threaded bool) func(context.Context, *env) (sample, error) {
-	return func(ctx context.Context, e *env) (sample, error) { return cXsk(ctx, e, threaded) }
+	return labRun(func(ctx context.Context, e *env, le *labEnv) (sample, error) { return cXsk(ctx, e, le, threaded) })
 }
 
-func cXsk(ctx context.Context, e *env, threaded bool) (sample, error) {
-	le := e.lab
-	if le == nil {
-		return nil, errNoLab
-	}
+func cXsk(ctx context.Context, e *env, le *labEnv, threaded bool) (sample, error) {
 	var recv *cProc
 	var err error
 	for try := 0; ; try++ {
