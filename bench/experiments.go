@@ -118,15 +118,9 @@ func catalog() []Experiment {
 			Metrics: []Metric{mUsec, mMbps, mP50},
 			variants: func(e *env) []variant {
 				iters := pingIters(e.dur, 8*time.Microsecond)
-				run := func(clone bool) func(context.Context, *env) (sample, error) {
-					return func(ctx context.Context, e *env) (sample, error) {
-						return pingUDP(ctx, e, 4096, iters, true, clone)
-					}
-				}
-				return []variant{
-					{name: "ownership pass", run: run(false)},
-					{name: "clone per send", ref: "ownership pass", run: run(true)},
-				}
+				return cloneVariants(func(ctx context.Context, e *env, clone bool) (sample, error) {
+					return pingUDP(ctx, e, 4096, iters, true, clone)
+				})
 			},
 		},
 		{
@@ -135,13 +129,9 @@ func catalog() []Experiment {
 			Shows:   "memring's CloneOnXmit makes every Xmit clone and free the original, on both ends; with no kernel in the round trip the clone's cost shows.",
 			Metrics: []Metric{mUsec, mMbps, mP50},
 			variants: func(e *env) []variant {
-				run := func(clone bool) func(context.Context, *env) (sample, error) {
-					return func(ctx context.Context, e *env) (sample, error) { return pingMem(ctx, e, 4096, clone) }
-				}
-				return []variant{
-					{name: "ownership pass", run: run(false)},
-					{name: "clone per send", ref: "ownership pass", run: run(true)},
-				}
+				return cloneVariants(func(ctx context.Context, e *env, clone bool) (sample, error) {
+					return pingMem(ctx, e, 4096, clone)
+				})
 			},
 		},
 		{
@@ -354,4 +344,17 @@ func catalog() []Experiment {
 func withTargets(v variant, t map[string]Target) variant {
 	v.targets = t
 	return v
+}
+
+// cloneVariants returns the two variants of the clone experiments: run
+// without a clone per send ("ownership pass", the reference) and with one
+// ("clone per send").
+func cloneVariants(run func(ctx context.Context, e *env, clone bool) (sample, error)) []variant {
+	v := func(clone bool) func(context.Context, *env) (sample, error) {
+		return func(ctx context.Context, e *env) (sample, error) { return run(ctx, e, clone) }
+	}
+	return []variant{
+		{name: "ownership pass", run: v(false)},
+		{name: "clone per send", ref: "ownership pass", run: v(true)},
+	}
 }
