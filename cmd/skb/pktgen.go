@@ -85,7 +85,7 @@ before it sends anything. --allow-any-dst lifts that for a network you own.
 	fs.IntVarP(&o.flows, "flows", "f", 1, fmt.Sprintf("flows: destination ports PORT to PORT+N-1, 1 to %d (a sink listens on at most %d)", traffic.MaxFlows, sinkMaxFlows))
 	fs.IntVar(&o.flowLen, "flow-len", 1, "packets (buffers with --clone) to a flow before the next flow's turn")
 	fs.Uint64VarP(&o.count, "count", "n", 0, "stop after N packets (0: only --duration bounds the run)")
-	fs.DurationVarP(&o.duration, "duration", "t", traffic.DefaultDuration, "stop after this long")
+	durationVarP(fs, &o.duration, "duration", "t", traffic.DefaultDuration, "stop after this long")
 	fs.Float64VarP(&o.rate, "rate", "r", 0, "packets per second, 0 for as fast as the device takes them")
 	fs.IntVarP(&o.burst, "burst", "b", 1, "packets per doorbell (datagrams per super-packet with --gso; default 64 then)")
 	fs.IntVar(&o.clone, "clone", 0, "send each buffer N times as clones (pktgen's clone_skb); the sink counts the copies as duplicates")

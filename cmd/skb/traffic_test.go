@@ -262,6 +262,8 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--flows", "0"}, "--flows 0"},
 		{[]string{"pktgen", "--rate", "-1"}, "--rate -1"},
 		{[]string{"pktgen", "--duration", "0"}, "--duration 0s"},
+		{[]string{"pktgen", "-t", "abc"}, "want a number of seconds (10, 0.5) or a duration with its unit"},
+		{[]string{"sink", "--idle", "NaN"}, "want a number of seconds"},
 		{[]string{"pktgen", "--clone", "-1"}, "--clone -1"},
 		{[]string{"pktgen", "--imix", "64:x"}, "--imix"},
 		{[]string{"pktgen", "--imix", "imix", "--size", "100"}, "not both"},

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// durationValue is a duration flag that also takes a bare number as
+// seconds, as iperf3's -t and ping's -w do: "-t 10" is ten seconds, "-t
+// 1.5" a second and a half, and Go's forms ("500ms", "1m30s") work as
+// ever. It prints as Go writes a duration, and as "0" when zero so that
+// the help hides a zero default.
+type durationValue time.Duration
+
+// errDuration is what a flag says of a value that is neither form.
+var errDuration = errors.New("want a number of seconds (10, 0.5) or a duration with its unit (500ms, 2s, 1m30s)")
+
+func (d *durationValue) Set(s string) error {
+	if v, err := time.ParseDuration(s); err == nil {
+		*d = durationValue(v)
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/1e9 {
+		return errDuration
+	}
+	*d = durationValue(time.Duration(f * float64(time.Second)))
+	return nil
+}
+
+func (d *durationValue) String() string {
+	if *d == 0 {
+		return "0"
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *durationValue) Type() string { return "duration" }
+
+// durationVarP defines a duration flag with a short form (none when short
+// is empty) that also takes bare seconds.
+func durationVarP(fs *pflag.FlagSet, p *time.Duration, name, short string, def time.Duration, usage string) {
+	*p = def
+	fs.VarP((*durationValue)(p), name, short, usage)
+}

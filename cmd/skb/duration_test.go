@@ -1,0 +1,42 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDurationFlag(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"10", 10 * time.Second, true},
+		{"0.5", 500 * time.Millisecond, true},
+		{"1e-3", time.Millisecond, true},
+		{"0", 0, true},
+		{"-1", -time.Second, true}, // the command refuses it, with its own message
+		{"250ms", 250 * time.Millisecond, true},
+		{"1m30s", 90 * time.Second, true},
+		{"", 0, false},
+		{"abc", 0, false},
+		{"NaN", 0, false},
+		{"Inf", 0, false},
+		{"1e300", 0, false},
+		{"10 s", 0, false},
+	} {
+		var d time.Duration
+		err := (*durationValue)(&d).Set(tc.in)
+		switch {
+		case tc.ok && (err != nil || d != tc.want):
+			t.Errorf("Set(%q) = %v, %v; want %v", tc.in, d, err, tc.want)
+		case !tc.ok && err == nil:
+			t.Errorf("Set(%q) = %v, want an error", tc.in, d)
+		}
+	}
+	for d, want := range map[time.Duration]string{0: "0", 1500 * time.Millisecond: "1.5s"} {
+		if got := (*durationValue)(&d).String(); got != want {
+			t.Errorf("String of %v = %q, want %q", d, got, want)
+		}
+	}
+}
