@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"math"
 	"net/netip"
 	"time"
 
@@ -49,7 +50,9 @@ type Config struct {
 	// rmem_default). They are set with SO_SNDBUFFORCE and SO_RCVBUFFORCE,
 	// which pass the sysctl limits but need CAP_NET_ADMIN, falling back to
 	// SO_SNDBUF and SO_RCVBUF, which the kernel caps at wmem_max and
-	// rmem_max. The kernel doubles the value for its bookkeeping (socket(7)).
+	// rmem_max. The kernel doubles the value for its bookkeeping (socket(7))
+	// and caps it at 1 GiB; a value over MaxSockBuf, which the option's
+	// 32-bit int cannot carry, is refused with ErrConfig.
 	SndBuf, RcvBuf int
 
 	// BusyPoll makes Wait spin instead of sleeping: it polls the socket
@@ -91,6 +94,10 @@ type Config struct {
 
 // DefaultTxTimeout is the TxTimeout used when Config.TxTimeout is 0.
 const DefaultTxTimeout = time.Second
+
+// MaxSockBuf is the largest Config.SndBuf or RcvBuf, in bytes: the largest
+// value of the C int that SO_SNDBUF and SO_RCVBUF take (socket(7)).
+const MaxSockBuf = math.MaxInt32
 
 // Limits of one UDP message, from the kernel.
 const (

@@ -3,8 +3,10 @@
 package udp
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -94,10 +96,25 @@ func (t *txq) init(batch int) {
 // Static errors of the transmit path, so that a drop allocates nothing.
 var (
 	errXmitTooBig = fmt.Errorf("udp: xmit: %w", netdev.ErrTooBig)
-	errXmitNoDst  = fmt.Errorf("udp: xmit: %w", ErrNoDestination)
+	errXmitNoDst  = opError{"xmit", ErrNoDestination}
 	errXmitGSO    = fmt.Errorf("udp: xmit: GSO type other than UDP_L4: %w", netdev.ErrTooBig)
 	errXmitClosed = fmt.Errorf("udp: xmit: %w", ErrClosed)
+	errNilBuff    = errors.New("udp: Xmit of a nil *skb.Buff")
 )
+
+// opError is one of the package's errors met in operation op: it reads
+// "udp: op: " and the error's text without its own "udp: ", and unwraps to
+// it.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e opError) Error() string {
+	return "udp: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "udp: ")
+}
+
+func (e opError) Unwrap() error { return e.err }
 
 // Xmit queues b, one UDP datagram whose payload is b's data (linear data,
 // frags and frag list, gathered with iovecs and not copied, except that the
@@ -126,13 +143,15 @@ var (
 // doorbell for what was queued before it. It allocates nothing, except for
 // an error other than these.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
+	if b == nil {
+		panic(errNilBuff)
+	}
 	if !d.enter() {
 		b.Free()
 		return errXmitClosed
 	}
-	err := d.queue(b, d.dst[:d.dstLen], more)
-	d.exit()
-	return err
+	defer d.exit() // also when a caller's misuse panics below
+	return d.queue(b, d.dst[:d.dstLen], more)
 }
 
 // XmitTo is Xmit to the destination dst, for an unconnected device sending
@@ -141,19 +160,20 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // an IPv6 address on an IPv4 socket. XmitTo takes ownership of b, also when
 // it returns an error. It allocates nothing.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
+	if b == nil {
+		panic(errNilBuff)
+	}
 	if !d.enter() {
 		b.Free()
 		return errXmitClosed
 	}
-	var err error
+	defer d.exit()
 	var name [mmsg.SockaddrMax]byte
-	if n := mmsg.PutSockaddr(name[:], d.family, dst); n == 0 {
-		err = d.dropOne(b, netdev.DropError, errXmitNoDst)
-	} else {
-		err = d.queue(b, name[:n], more)
+	n := mmsg.PutSockaddr(name[:], d.family, dst)
+	if n == 0 {
+		return d.dropOne(b, netdev.DropError, errXmitNoDst)
 	}
-	d.exit()
-	return err
+	return d.queue(b, name[:n], more)
 }
 
 // Flush rings the doorbell now for whatever Xmit queued. It returns the

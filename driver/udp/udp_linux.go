@@ -98,6 +98,9 @@ func open(cfg Config) (*Device, error) {
 	if cfg.SndBuf < 0 || cfg.RcvBuf < 0 || cfg.RecvSize < 0 || cfg.BusyPoll < 0 {
 		return nil, fmt.Errorf("%w: negative size", ErrConfig)
 	}
+	if cfg.SndBuf > MaxSockBuf || cfg.RcvBuf > MaxSockBuf {
+		return nil, fmt.Errorf("%w: socket buffer of %d or %d bytes, over %d", ErrConfig, cfg.SndBuf, cfg.RcvBuf, MaxSockBuf)
+	}
 	d := &Device{
 		fd:        -1,
 		local:     cfg.Local,

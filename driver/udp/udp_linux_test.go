@@ -817,6 +817,8 @@ func TestErrors(t *testing.T) {
 		{Config: netdev.Config{Batch: 1 << 30}, Local: lo4},
 		{Config: netdev.Config{Headroom: -5}, Local: lo4},
 		{Config: netdev.Config{Copybreak: -2}, Local: lo4},
+		{Local: lo4, RcvBuf: 1 << 31},
+		{Local: lo4, SndBuf: 1<<32 + 1},
 	} {
 		_, err := Open(cfg)
 		if !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), "udp: open: ") {
@@ -966,5 +968,64 @@ func TestPollModes(t *testing.T) {
 	}
 	if len(got) != 8 {
 		t.Fatalf("got %d datagrams, want 8", len(got))
+	}
+}
+
+// TestPanicLeavesDevice checks that a caller's misuse that panics inside
+// Xmit, XmitTo or a Poll handler leaves the device, so that Close returns.
+func TestPanicLeavesDevice(t *testing.T) {
+	rx := openT(t, Config{Local: lo4})
+	d, err := Open(Config{Remote: rx.LocalAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPanic := func(name, want string, f func()) {
+		t.Helper()
+		defer func() {
+			r := recover()
+			if r == nil {
+				t.Errorf("%s: no panic", name)
+			} else if want != "" && !strings.Contains(fmt.Sprint(r), want) {
+				t.Errorf("%s: panic %v, want it to say %q", name, r, want)
+			}
+		}()
+		f()
+	}
+	mustPanic("Xmit(nil)", "nil *skb.Buff", func() { d.Xmit(nil, false) })
+	mustPanic("XmitTo(nil)", "nil *skb.Buff", func() { d.XmitTo(nil, rx.LocalAddr(), false) })
+	if err := d.Xmit(fill(t, d, 0, 10), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := rx.Wait(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mustPanic("handler", "boom", func() {
+		rx.Poll(1, func(b *skb.Buff) {
+			rx.Cache().Free(b)
+			panic("boom")
+		})
+	})
+	closed := make(chan error, 2)
+	go func() { closed <- d.Close() }()
+	go func() { closed <- rx.Close() }()
+	for range 2 {
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close hangs after a panic inside the device")
+		}
+	}
+}
+
+// TestNoDestinationText checks that XmitTo's error for a missing
+// destination names the package once.
+func TestNoDestinationText(t *testing.T) {
+	d := openT(t, Config{Local: lo4})
+	err := d.XmitTo(fill(t, d, 0, 10), netip.AddrPort{}, false)
+	if !errors.Is(err, ErrNoDestination) || err.Error() != "udp: xmit: no destination for the datagram" {
+		t.Errorf("XmitTo to nowhere: %v", err)
 	}
 }
