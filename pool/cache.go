@@ -103,7 +103,10 @@ func (c *Cache) sizeError(size int) error {
 // zeroed; metadata is cleared in one store (seed 003). The caller owns the
 // returned buffer and must Free it or pass it on to a function that takes
 // ownership. It returns ErrTooBig when no class fits and ErrExhausted when a
-// bounded class is empty; it never blocks. It panics on a negative size.
+// bounded class is empty; it never blocks. It panics on a negative size and
+// on a closed cache (Cache.Close, or Pool.Close, which closes every cache of
+// its pool): allocating after Close is a use after close, not a condition to
+// handle. Pool.Alloc returns ErrClosed instead.
 func (c *Cache) Alloc(size int) (*skb.Buff, error) {
 	i := c.class(uint(size) + uint(c.headroom))
 	if i == c.ncls || size < 0 {

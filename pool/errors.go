@@ -16,7 +16,8 @@ var (
 	ErrTooBig = skb.ErrTooBig
 
 	// ErrClosed is returned by the Pool's allocation functions after Close,
-	// and by Close when called twice.
+	// and by Close once a Close has unmapped the arenas. It is not
+	// netdev.ErrClosed (net.ErrClosed), which the devices return.
 	ErrClosed = errors.New("pool: closed")
 
 	// ErrLeak is returned by Close and CheckLeaks when buffers are still in

@@ -99,6 +99,7 @@ type Pool struct {
 	mu         sync.Mutex // guards caches, closed, arenas of every depot
 	caches     []*Cache
 	closed     bool
+	unmapped   bool                       // Close unmapped the arenas
 	shut       atomic.Bool                // closed, for the allocation paths
 	retiredCls [maxClasses]sharedCounters // counters of closed caches, folded in
 	retiredHdr sharedCounters
@@ -424,13 +425,18 @@ func (p *Pool) NewCache() *Cache {
 
 // Close checks that every buffer came back and unmaps the arenas. With buffers
 // still in flight it returns an error wrapping ErrLeak and leaves the memory
-// mapped. Caches still open are closed first. It returns ErrClosed when called
-// again.
+// mapped; once they are freed, Close called again unmaps it and returns nil
+// (or ErrLeak again while some are still out). Caches still open are closed
+// first. After a Close that unmapped the arenas it returns ErrClosed.
 func (p *Pool) Close() error {
 	p.mu.Lock()
-	if p.closed {
+	if p.unmapped {
 		p.mu.Unlock()
 		return ErrClosed
+	}
+	if p.closed {
+		p.mu.Unlock()
+		return p.closeAgain()
 	}
 	caches := slices.Clone(p.caches)
 	p.mu.Unlock()
@@ -444,6 +450,26 @@ func (p *Pool) Close() error {
 	if err := p.leakError(); err != nil {
 		return err
 	}
+	p.mu.Lock()
+	p.unmapped = true
+	p.mu.Unlock()
+	unregister(p)
+	return p.unmapAll()
+}
+
+// closeAgain is Close after a Close that found buffers in flight: it
+// unmaps the arenas once they all came back.
+func (p *Pool) closeAgain() error {
+	if err := p.leakError(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if p.unmapped {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	p.unmapped = true
+	p.mu.Unlock()
 	unregister(p)
 	return p.unmapAll()
 }

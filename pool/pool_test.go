@@ -268,10 +268,21 @@ func TestLeakReport(t *testing.T) {
 	if err := pool.CheckLeaks(); !errors.Is(err, pool.ErrLeak) {
 		t.Fatalf("CheckLeaks: %v", err)
 	}
+	// A second Close still finds it out.
+	if err := p.Close(); !errors.Is(err, pool.ErrLeak) {
+		t.Fatalf("close again with the buffer out: %v", err)
+	}
 	// Give it back so that this binary's TestMain finds no leak.
 	b.Free()
 	if err := pool.CheckLeaks(); err != nil {
 		t.Fatalf("after free: %v", err)
+	}
+	// Now Close unmaps the arenas, once.
+	if err := p.Close(); err != nil {
+		t.Fatalf("close after the buffer came back: %v", err)
+	}
+	if err := p.Close(); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("close a third time: %v", err)
 	}
 }
 
