@@ -4,12 +4,73 @@ package udp_test
 
 import (
 	"fmt"
+	"log"
 	"net/netip"
 	"time"
 
 	"github.com/skbdev/skb/driver/udp"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
+
+// A sender and a receiver on loopback sharing one pool: 64 datagrams built
+// in pool buffers go out with one doorbell (one sendmmsg), and the receiver
+// sleeps in Wait until they are queued, then takes them with Poll. This is
+// the README's example.
+func Example() {
+	p, err := pool.New(pool.Config{}) // default classes, 128 B headroom
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close() // runs last: the devices give their buffers back first
+
+	rx, err := udp.Open(udp.Config{
+		Config: netdev.Config{Pool: p},
+		Local:  netip.MustParseAddrPort("127.0.0.1:0"), // the kernel picks the port
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rx.Close()
+	tx, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Remote: rx.LocalAddr()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tx.Close()
+
+	payload := []byte("hello, skb")
+	c := tx.Cache() // one goroutine per device
+	for i := range 64 {
+		b, err := c.Alloc(len(payload)) // headroom reserved, data not zeroed
+		if err != nil {
+			log.Fatal(err)
+		}
+		copy(b.Put(len(payload)), payload)
+		if err := tx.Xmit(b, i < 63); err != nil { // takes b, also on error
+			log.Fatal(err)
+		}
+	}
+
+	got := 0
+	for got < 64 {
+		if err := rx.Wait(time.Second); err != nil { // sleeps until one is queued
+			log.Fatal(err)
+		}
+		n, err := rx.Poll(64, func(b *skb.Buff) { // the handler owns b
+			if string(b.Data()) != string(payload) {
+				log.Fatalf("got %q", b.Data())
+			}
+			rx.Cache().Free(b)
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		got += n
+	}
+	fmt.Println("received", got, "datagrams in", tx.Stats().TxDoorbells, "doorbell")
+	// Output: received 64 datagrams in 1 doorbell
+}
 
 // An echo server answers each datagram from where it came: Src gives the
 // source during the handler, and XmitTo sends the same buffer back, which
