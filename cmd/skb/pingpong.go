@@ -177,7 +177,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	cfg := traffic.EchoConfig{Spin: o.busy, Duration: o.duration, Idle: o.idle, Count: o.count, Budget: o.budget}
 	var dev netdev.Device
 	if spec.kind == devUDP {
-		d, err := udp.Open(udp.Config{Local: listen})
+		d, err := udp.Open(udp.Config{Local: listen, RecvSize: recvSize(listen.Addr())})
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", bindErr("listen", listen, err))
 		}
@@ -244,7 +244,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		}
 		// Connected: a server that is not there shows at once as
 		// ECONNREFUSED (the ICMP port unreachable), not as a timeout.
-		d, err := udp.Open(udp.Config{Local: src, Remote: dst})
+		d, err := udp.Open(udp.Config{Local: src, Remote: dst, RecvSize: recvSize(dst.Addr())})
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", err)
 		}

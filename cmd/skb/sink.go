@@ -124,6 +124,9 @@ type sinkResultJSON struct {
 	KernelDrops uint64  `json:"kernel_drops"`
 	Dropped     uint64  `json:"dropped"`
 	Copybreak   uint64  `json:"copybreak"`
+	// Truncated counts packets longer than the receive buffers, dropped
+	// (rx_truncated; also in Dropped).
+	Truncated   uint64  `json:"truncated"`
 	Other       uint64  `json:"other"`
 	LatencyP50  float64 `json:"latency_p50_us"`
 	LatencyP99  float64 `json:"latency_p99_us"`
@@ -186,6 +189,46 @@ func parseListen(dev, kinds, listen string) (devSpec, netip.AddrPort, error) {
 	return spec, a, nil
 }
 
+// recvSize is the udp device's Config.RecvSize for the commands that
+// receive on a, or send to a and receive the replies: the largest UDP
+// payload of a's family (udp.MaxDatagram4; udp.MaxDatagram6 for IPv6,
+// which the dual-stack :: also receives), so that every datagram pktgen or
+// a pingpong client can send is received. Without it the driver's receive
+// buffers hold 1920 bytes and drop longer datagrams (rx_truncated). The
+// buffers then come from the pool's 68 KiB class; datagrams shorter than
+// the copybreak threshold are still copied into small ones.
+func recvSize(a netip.Addr) int {
+	if a.Is4() {
+		return udp.MaxDatagram4
+	}
+	return udp.MaxDatagram6
+}
+
+// rxTruncated returns the packets devs dropped as longer than their receive
+// buffers, the sum of their rx_truncated counters.
+func rxTruncated(devs []netdev.Device) uint64 {
+	var n uint64
+	for _, d := range devs {
+		n += d.Stats().RxTruncated
+	}
+	return n
+}
+
+// truncatedNote returns the result line's note of n truncated packets,
+// ", N truncated", or "" when there were none.
+func truncatedNote(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d truncated", n)
+}
+
+// truncatedWarning is the sink's stderr line for n packets dropped as
+// longer than the receive buffers.
+func truncatedWarning(n uint64) string {
+	return fmt.Sprintf("skb: sink: warning: %d packets were longer than the device's receive buffers and were dropped (rx_truncated)", n)
+}
+
 // bindErr explains a failed bind of a listening address.
 func bindErr(flag string, a netip.AddrPort, err error) error {
 	switch {
@@ -231,7 +274,12 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	if spec.kind == devUDP {
 		for i := range o.flows {
 			a := netip.AddrPortFrom(listen.Addr(), listen.Port()+uint16(i))
-			d, err := udp.Open(udp.Config{Config: ncfg, Local: a, GRO: o.gro, RcvBuf: o.rcvbuf})
+			ucfg := udp.Config{Config: ncfg, Local: a, GRO: o.gro, RcvBuf: o.rcvbuf}
+			if !o.gro {
+				// GRO's train buffers already hold the largest datagram.
+				ucfg.RecvSize = recvSize(a.Addr())
+			}
+			d, err := udp.Open(ucfg)
 			if err != nil {
 				return fmt.Errorf("sink: %w", bindErr("listen", a, err))
 			}
@@ -271,16 +319,20 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	r, runErr := traffic.RunSinks(sc, devs, cfg)
 	l := r.Latency
 	cu, cs := cpuTimes()
-	p.line(fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d lost, %d reordered, %d kernel drops, %d copybreak",
-		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Lost, r.Reordered, r.KernelDrops, r.Copybreak),
+	trunc := rxTruncated(devs)
+	p.line(fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d lost, %d reordered, %d kernel drops, %d copybreak%s",
+		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Lost, r.Reordered, r.KernelDrops, r.Copybreak, truncatedNote(trunc)),
 		sinkResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
 			Lost: r.Lost, Reordered: r.Reordered, Duplicates: r.Duplicates, Unstamped: r.Unstamped, Flows: r.Flows,
 			KernelDrops: r.KernelDrops, Dropped: r.Dropped, Copybreak: r.Copybreak, Other: r.Other,
 			LatencyP50: us(l.P50), LatencyP99: us(l.P99), LatencyP999: us(l.P999), LatencyMax: us(l.Max),
-			Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs, FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps})
+			Truncated: trunc, Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs, FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps})
 	if !f.asJSON && l.Count > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "one-way latency: p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec, max = %.2f usec\n",
 			us(l.P50), us(l.P99), us(l.P999), us(l.Max))
+	}
+	if trunc > 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), truncatedWarning(trunc))
 	}
 	if runErr != nil {
 		return fmt.Errorf("sink: %w", runErr)

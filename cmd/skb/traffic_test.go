@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -17,8 +18,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/skbdev/skb/driver/udp"
 	"github.com/skbdev/skb/lab"
 	"github.com/skbdev/skb/lab/labtest"
+	"github.com/skbdev/skb/netdev"
 )
 
 // freePorts returns the first of n consecutive UDP ports free on 127.0.0.1.
@@ -244,6 +247,67 @@ func TestMemringCLI(t *testing.T) {
 	_, r = ndjson(t, mustSkb(t, "pingpong", "--dev", "memring", "-n", "300", "--json"))
 	if num(r, "iters") != 300 {
 		t.Errorf("pingpong over memring: %v", r)
+	}
+}
+
+// TestBigDatagrams checks that the udp receivers take every datagram
+// pktgen and the pingpong client can send, up to the largest, not only
+// those that fit the driver's default 1920-byte receive buffers.
+func TestBigDatagrams(t *testing.T) {
+	for _, size := range []string{"9000", "65507"} {
+		t.Run("sink "+size, func(t *testing.T) {
+			addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1))
+			sink := startBg(t, exec.Command(buildSkb(t), "sink", "--json", "--listen", addr, "-n", "200", "-t", "10s"))
+			time.Sleep(200 * time.Millisecond)
+			_, gr := ndjson(t, mustSkb(t, "pktgen", "--json", "--dst", addr, "-s", size, "-n", "200", "-r", "5000", "-t", "10s"))
+			_, sr := ndjson(t, sink.wait(t))
+			if num(gr, "packets") != 200 || num(sr, "packets") != 200 || num(sr, "bytes") != num(gr, "bytes") ||
+				num(sr, "dropped") != 0 || num(sr, "truncated") != 0 {
+				t.Errorf("pktgen %v\nsink %v", gr, sr)
+			}
+			if _, ok := sr["truncated"].(float64); !ok {
+				t.Errorf("sink result has no truncated field: %v", sr)
+			}
+		})
+		t.Run("pingpong "+size, func(t *testing.T) {
+			addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1))
+			srv := startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", addr, "-t", "10s", "--count", "55"))
+			time.Sleep(200 * time.Millisecond)
+			_, r := ndjson(t, mustSkb(t, "pingpong", "--json", "--connect", addr, "-s", size, "-n", "50", "--timeout", "2s", "-t", "10s"))
+			if sout := srv.wait(t); num(r, "iters") != 50 || num(r, "lost") != 0 || !strings.Contains(sout, "echoed 55 packets") {
+				t.Errorf("client %v\nserver %s", r, sout)
+			}
+		})
+	}
+}
+
+// fakeTruncDev is a device whose only counter is rx_truncated.
+type fakeTruncDev struct {
+	netdev.Device
+	n uint64
+}
+
+func (d fakeTruncDev) Stats() netdev.Stats { return netdev.Stats{RxTruncated: d.n} }
+
+// TestSinkTruncated checks what the sink says of packets its devices
+// dropped as too long: nothing when there were none, and otherwise a note
+// on the result line and a warning.
+func TestSinkTruncated(t *testing.T) {
+	if n := rxTruncated([]netdev.Device{fakeTruncDev{n: 0}}); n != 0 || truncatedNote(n) != "" {
+		t.Errorf("no truncation: %d, note %q", n, truncatedNote(n))
+	}
+	n := rxTruncated([]netdev.Device{fakeTruncDev{n: 3}, fakeTruncDev{n: 4}})
+	if n != 7 || truncatedNote(n) != ", 7 truncated" {
+		t.Errorf("7 truncated: %d, note %q", n, truncatedNote(n))
+	}
+	if w := truncatedWarning(7); !strings.HasPrefix(w, "skb: sink: warning: 7 packets") || !strings.Contains(w, "rx_truncated") {
+		t.Errorf("warning %q", w)
+	}
+	if got, want := recvSize(netip.MustParseAddr("127.0.0.1")), udp.MaxDatagram4; got != want {
+		t.Errorf("recvSize IPv4 %d, want %d", got, want)
+	}
+	if got, want := recvSize(netip.IPv6Unspecified()), udp.MaxDatagram6; got != want {
+		t.Errorf("recvSize :: %d, want %d", got, want)
 	}
 }
 
