@@ -53,6 +53,12 @@ it.
 wake-up on the reply's path, one core kept busy. Give it on both sides to
 measure the spinning floor.
 
+Over --dev afpacket:IFNAME a packet received waits in the TPACKET_V3 ring
+until its block fills or the block's retire timeout passes (1 ms, the
+kernel's smallest): AF_PACKET's ring adds up to a millisecond per receive,
+with --busy-poll too, so a round trip over it reads about a millisecond.
+Use udp or afxdp to measure latency.
+
 Every run is bounded: the client by -n and --duration (default 5s), the
 server by --duration (default 10s), --idle (3s without a request once one
 came, as the C reference server) and --count.
@@ -80,7 +86,7 @@ came, as the C reference server) and --count.
 	fs.IntVar(&o.budget, "budget", 0, fmt.Sprintf("packets per poll (default 1 for the client, %d for the server)", traffic.DefaultBudget))
 	fs.Uint64Var(&o.count, "count", 0, "server: stop after answering N packets (0: no limit)")
 	durationVarP(fs, &o.timeout, "timeout", "", traffic.DefaultReplyTimeout, "client: how long to wait for each reply")
-	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process with an echo on its other end: the engine's own cost)")
+	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process with an echo on its other end: the engine's own cost); afpacket's receive ring adds up to 1 ms per receive: measure latency over udp or afxdp")
 	addSenderFlags(cmd, &f)
 	return cmd
 }

@@ -631,7 +631,9 @@ func TestHelpDocuments(t *testing.T) {
 	}{
 		{"pktgen", []string{"1 to 65536 (a sink listens on at most 1024)", "counts loss only on the ports it listens on", "icmp_unreachable", "exits with status 130 or 143", "--allow-any-dst"}},
 		{"sink", []string{"1 to 1024", "packets to other ports are never seen", "exits with status 130 or 143", "longer --idle"}},
-		{"pingpong", []string{"exits with status 130 or 143", "--allow-any-dst"}},
+		{"pingpong", []string{"exits with status 130 or 143", "--allow-any-dst",
+			"AF_PACKET's ring adds up to a millisecond per receive", "Use udp or afxdp to measure latency",
+			"afpacket's receive ring adds up to 1 ms per receive: measure latency over udp or afxdp"}},
 		{"bench", []string{"exits with status 130 or 143", "(made if missing)"}},
 	} {
 		out := strings.Join(strings.Fields(mustSkb(t, tc.cmd, "--help")), " ")
