@@ -295,6 +295,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		}
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
+	if runErr == nil && r.Iters == 0 && sc.sig.Load() == 0 {
+		return noIters(o, r.Lost)
+	}
 	if p.enc == nil {
 		// ibv_rc_pingpong's two lines, then the percentiles.
 		w := cmd.OutOrStdout()
@@ -316,4 +319,27 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
 	return sc.interrupted("pingpong")
+}
+
+// noIters is the error of a client run that --duration ended before it
+// measured a round trip: the warm-up took it all, or every request after
+// it was lost.
+func noIters(o *pingpongOpts, lost int) error {
+	d := o.duration
+	if d == 0 {
+		d = traffic.DefaultDuration
+	}
+	warm := o.warmup
+	switch {
+	case warm == 0:
+		warm = min(o.iters/10, 1000)
+	case warm < 0:
+		warm = 0
+	}
+	lostNote := ""
+	if lost > 0 {
+		lostNote = fmt.Sprintf(" (%d requests got no reply within %v)", lost, o.timeout)
+	}
+	return fmt.Errorf("pingpong: no round trip measured: --duration %v ran out before the %d warm-up round trips (--warmup) and the first measured one were done%s; give a longer --duration or a smaller --warmup",
+		d, warm, lostNote)
 }

@@ -378,6 +378,8 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--connect", fmt.Sprintf("127.0.0.1:%d", closed)}, "is `skb pingpong --server` running there?"},
 		{[]string{"pingpong", "--server", "--listen", "198.18.0.2:9100"}, "not an address of this host"},
 		{[]string{"pingpong", "--server", "--dev", "memring"}, "memring"},
+		{[]string{"pingpong", "--dev", "memring", "--warmup", "100000000", "-n", "10", "-t", "0.3"},
+			"skb: pingpong: no round trip measured: --duration 300ms ran out before the 100000000 warm-up round trips (--warmup)"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
