@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,7 +76,7 @@ came, as the C reference server) and --count.
 	def := fmt.Sprintf("127.0.0.1:%d", defaultPingPort)
 	fs := cmd.Flags()
 	fs.BoolVar(&o.server, "server", false, "be the server: echo every packet back to its sender")
-	fs.StringVar(&o.listen, "listen", def, "server: ADDR:PORT to receive on")
+	fs.StringVar(&o.listen, "listen", def, "server: ADDR:PORT to receive on (port 0: the kernel picks one, printed on stderr)")
 	fs.StringVar(&o.connect, "connect", def, "client: the server's ADDR:PORT")
 	fs.IntVarP(&o.size, "size", "s", traffic.DefaultSize, fmt.Sprintf("client: UDP payload bytes per packet, at least %d (the stamp)", traffic.StampLen))
 	fs.IntVarP(&o.iters, "iters", "n", traffic.DefaultIters, "client: measured round trips")
@@ -188,6 +189,9 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", bindErr("listen", listen, err))
 		}
 		dev = d
+		if listen.Port() == 0 {
+			fmt.Fprintf(os.Stderr, "pingpong: listening on %v\n", d.LocalAddr())
+		}
 	} else {
 		d, err := linkDev(spec, netdev.Config{}, false, o.busy)
 		if err != nil {

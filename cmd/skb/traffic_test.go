@@ -281,6 +281,55 @@ func TestBigDatagrams(t *testing.T) {
 	}
 }
 
+// TestListenPortZero checks that the receivers given port 0 say on stderr
+// which port the kernel picked, and receive there.
+func TestListenPortZero(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string // the receiver
+		client func(addr string) []string
+		result string // in the receiver's stdout
+	}{
+		{[]string{"sink", "-n", "20", "-t", "10s"},
+			func(addr string) []string { return []string{"pktgen", "--dst", addr, "-n", "20", "-r", "20000"} },
+			"received 20 packets"},
+		{[]string{"pingpong", "--server", "--count", "11", "-t", "10s"},
+			func(addr string) []string {
+				return []string{"pingpong", "--connect", addr, "-n", "10", "--timeout", "2s"}
+			},
+			"echoed 11 packets"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			cmd := exec.Command(buildSkb(t), append(tc.args, "--listen", "127.0.0.1:0")...)
+			var out, errOut syncBuffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() { cmd.Process.Kill(); <-done })
+			re := regexp.MustCompile(`^` + tc.args[0] + `: listening on (127\.0\.0\.1:\d+)\n$`)
+			var m []string
+			for deadline := time.Now().Add(10 * time.Second); m == nil; m = re.FindStringSubmatch(errOut.String()) {
+				if time.Now().After(deadline) || strings.Count(errOut.String(), "\n") > 0 {
+					t.Fatalf("stderr %q, want one line matching %v", errOut.String(), re)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			mustSkb(t, tc.client(m[1])...)
+			select {
+			case err := <-done:
+				done <- err
+				if err != nil || !strings.Contains(out.String(), tc.result) {
+					t.Errorf("%v: %v; stdout %q, stderr %q", tc.args, err, out.String(), errOut.String())
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatalf("%v did not exit", tc.args)
+			}
+		})
+	}
+}
+
 // fakeTruncDev is a device whose only counter is rx_truncated.
 type fakeTruncDev struct {
 	netdev.Device
