@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -18,6 +21,9 @@ type linkInfo struct {
 	index int
 	mac   header.MAC
 	link  netlink.Link
+	// rxQueues and txQueues are the interface's queues in use (see
+	// queueCounts); 0 when unknown.
+	rxQueues, txQueues int
 }
 
 func lookupLink(name string) (*linkInfo, error) {
@@ -33,7 +39,42 @@ func lookupLink(name string) (*linkInfo, error) {
 	if len(a.HardwareAddr) != 6 {
 		return nil, fmt.Errorf("interface %q has no Ethernet address: link-layer devices need Ethernet", name)
 	}
-	return &linkInfo{name: name, index: a.Index, mac: header.MAC(a.HardwareAddr), link: l}, nil
+	li := &linkInfo{name: name, index: a.Index, mac: header.MAC(a.HardwareAddr), link: l}
+	li.rxQueues, li.txQueues = li.queueCounts(a.NumRxQueues, a.NumTxQueues)
+	return li, nil
+}
+
+// queueCounts returns the receive and transmit queues the interface has
+// in use: the kernel's real_num_rx_queues and real_num_tx_queues, which
+// ethtool -L changes and an AF_XDP bind checks, counted as the rx-N and
+// tx-N entries of /sys/class/net/<name>/queues. Those can be fewer than the
+// queues allocated, rx and tx, which netlink gives (IFLA_NUM_RX_QUEUES: a
+// veth allocates one per CPU and uses one). A sysfs shows the network
+// namespace it was mounted in, not the reader's (ip netns exec mounts the
+// namespace's own): when the interface there is not this one (another
+// ifindex or address), queueCounts returns rx and tx.
+func (l *linkInfo) queueCounts(rx, tx int) (int, int) {
+	dir := "/sys/class/net/" + l.name
+	idx, err1 := os.ReadFile(dir + "/ifindex")
+	addr, err2 := os.ReadFile(dir + "/address")
+	ents, err3 := os.ReadDir(dir + "/queues")
+	if err1 != nil || err2 != nil || err3 != nil ||
+		strings.TrimSpace(string(idx)) != strconv.Itoa(l.index) || strings.TrimSpace(string(addr)) != l.mac.String() {
+		return rx, tx
+	}
+	var r, t int
+	for _, e := range ents {
+		switch {
+		case strings.HasPrefix(e.Name(), "rx-"):
+			r++
+		case strings.HasPrefix(e.Name(), "tx-"):
+			t++
+		}
+	}
+	if r == 0 || t == 0 {
+		return rx, tx
+	}
+	return r, t
 }
 
 // source returns the interface's first address of dst's family.

@@ -12,7 +12,8 @@ import (
 // linkInfo is what the kernel says of an interface; link-layer devices
 // exist on Linux only.
 type linkInfo struct {
-	mac header.MAC
+	mac                header.MAC
+	rxQueues, txQueues int
 }
 
 func lookupLink(name string) (*linkInfo, error) {

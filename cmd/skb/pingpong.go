@@ -186,7 +186,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if spec.kind == devUDP {
 		d, err := udp.Open(udp.Config{Local: listen, RecvSize: recvSize(listen.Addr())})
 		if err != nil {
-			return fmt.Errorf("pingpong: %w", bindErr("listen", listen, err))
+			return fmt.Errorf("pingpong: %w", bindErr("a pingpong server", "listen", listen, err))
 		}
 		dev = d
 		if listen.Port() == 0 {
@@ -239,6 +239,10 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if f.dstMAC != "" && !spec.link() {
 		return errors.New("pingpong: --dst-mac needs a link-layer device (afpacket or afxdp)")
 	}
+	if spec.link() && !cmd.Flags().Changed("connect") {
+		// The default, 127.0.0.1, is not on any link.
+		return fmt.Errorf("pingpong: --dev %v needs --connect (the server's address on the link)", spec)
+	}
 	cfg := traffic.PingPongConfig{Size: o.size, Iters: o.iters, Warmup: o.warmup, Duration: o.duration,
 		Timeout: o.timeout, BusyPoll: o.busy, Budget: o.budget}
 	var dev netdev.Device
@@ -256,6 +260,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		// ECONNREFUSED (the ICMP port unreachable), not as a timeout.
 		d, err := udp.Open(udp.Config{Local: src, Remote: dst, RecvSize: recvSize(dst.Addr())})
 		if err != nil {
+			if f.src != "" {
+				err = bindErr("", "src", src, err)
+			}
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		dev, closeDev = d, d.Close
@@ -274,6 +281,10 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		}
 		d, err := linkDev(spec, netdev.Config{}, false, o.busy)
 		if err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+		if err := checkFrameSize(fmt.Sprintf("-s %d", o.size), spec, d, o.size, dst.Addr().Is6()); err != nil {
+			d.Close()
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		dev, closeDev, cfg.Frame = d, d.Close, frame

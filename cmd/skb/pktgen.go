@@ -171,7 +171,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: %w", err)
 	}
 	switch {
-	case dst.Port() == 0 || int(dst.Port())+o.flows-1 > 0xffff:
+	case dst.Port() == 0:
+		return fmt.Errorf("pktgen: --dst %v: port 0 is not a number from %s", dst, portRange("dst"))
+	case int(dst.Port())+o.flows-1 > 0xffff:
 		return fmt.Errorf("pktgen: --dst %v with %d flows: ports must lie in 1 to 65535", dst, o.flows)
 	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
 		return fmt.Errorf("pktgen: --dst %v: want a unicast address", dst)
@@ -181,6 +183,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: --src needs --dev udp or a link-layer device")
 	case f.dstMAC != "" && !spec.link():
 		return fmt.Errorf("pktgen: --dst-mac needs a link-layer device (afpacket or afxdp)")
+	case spec.link() && !cmd.Flags().Changed("dst"):
+		// The default, 127.0.0.1, is not on any link.
+		return fmt.Errorf("pktgen: --dev %v needs --dst (an address on the link)", spec)
 	}
 	cfg := traffic.PktgenConfig{
 		Size: o.size, Flows: o.flows, FlowLen: o.flowLen, Count: o.count, Duration: o.duration,
@@ -210,6 +215,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		}
 		d, err := udp.Open(udp.Config{Config: ncfg, Local: src, GSO: o.gso, SndBuf: pktgenSndBuf})
 		if err != nil {
+			if f.src != "" {
+				err = bindErr("pktgen", "src", src, err)
+			}
 			return fmt.Errorf("pktgen: %w", err)
 		}
 		if o.gso && !d.GSO() {
@@ -229,6 +237,18 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		}
 		d, err := linkDev(spec, ncfg, true, false)
 		if err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
+		size, what := o.size, fmt.Sprintf("-s %d", o.size)
+		if cfg.IMIX != nil {
+			size = 0
+			for _, e := range cfg.IMIX {
+				size = max(size, e.Size)
+			}
+			what = fmt.Sprintf("--imix size %d", size)
+		}
+		if err := checkFrameSize(what, spec, d, size, dst.Addr().Is6()); err != nil {
+			d.Close()
 			return fmt.Errorf("pktgen: %w", err)
 		}
 		dev, closeDev, cfg.Frame = d, d.Close, frame

@@ -229,15 +229,36 @@ func truncatedWarning(n uint64) string {
 	return fmt.Sprintf("skb: sink: warning: %d packets were longer than the device's receive buffers and were dropped (rx_truncated)", n)
 }
 
-// bindErr explains a failed bind of a listening address.
-func bindErr(flag string, a netip.AddrPort, err error) error {
+// bindErr explains a failed bind of a, the address that the flag named flag
+// gives (--listen, or --src: the address alone when its port is 0). who,
+// when not empty, names what binds it ("a sink", "a pingpong server") in
+// the message of an address that is not the host's. Other errors are
+// returned as they are.
+func bindErr(who, flag string, a netip.AddrPort, err error) error {
+	v := a.String()
+	if flag == "src" && a.Port() == 0 {
+		v = a.Addr().String()
+	}
 	switch {
 	case errors.Is(err, unix.EADDRNOTAVAIL):
-		return fmt.Errorf("--%s %v: %v is not an address of this host (in this network namespace): a sink can only receive on its own addresses", flag, a, a.Addr())
+		var msg string
+		if v == a.Addr().String() {
+			msg = fmt.Sprintf("--%s %s is not an address of this host (in this network namespace)", flag, v)
+		} else {
+			msg = fmt.Sprintf("--%s %s: %v is not an address of this host (in this network namespace)", flag, v, a.Addr())
+		}
+		switch {
+		case who == "":
+		case flag == "src":
+			msg += ": " + who + " can only send from its own addresses"
+		default:
+			msg += ": " + who + " can only receive on its own addresses"
+		}
+		return errors.New(msg)
 	case errors.Is(err, unix.EADDRINUSE):
-		return fmt.Errorf("--%s %v is in use by another socket", flag, a)
+		return fmt.Errorf("--%s %s is in use by another socket", flag, v)
 	case errors.Is(err, unix.EACCES):
-		return fmt.Errorf("--%s %v: permission denied (ports below 1024 need root)", flag, a)
+		return fmt.Errorf("--%s %s: permission denied (ports below 1024 need root)", flag, v)
 	}
 	return err
 }
@@ -281,7 +302,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			}
 			d, err := udp.Open(ucfg)
 			if err != nil {
-				return fmt.Errorf("sink: %w", bindErr("listen", a, err))
+				return fmt.Errorf("sink: %w", bindErr("a sink", "listen", a, err))
 			}
 			devs = append(devs, d)
 			if o.gro && !d.GRO() {

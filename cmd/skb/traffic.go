@@ -165,9 +165,19 @@ func parseAddrPort(flag, s string) (netip.AddrPort, error) {
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("--%s %q: port %q is not a number from 0 to 65535", flag, s, port)
+		return netip.AddrPort{}, fmt.Errorf("--%s %q: port %q is not a number from %s", flag, s, port, portRange(flag))
 	}
 	return netip.AddrPortFrom(a.Unmap(), uint16(p)), nil
+}
+
+// portRange is the ports the flag named flag takes, for its messages:
+// "0 to 65535" where 0 lets the kernel pick one (--listen, --src), "1 to
+// 65535" for a destination.
+func portRange(flag string) string {
+	if flag == "listen" || flag == "src" {
+		return "0 to 65535"
+	}
+	return "1 to 65535"
 }
 
 // parseSrc parses --src: ADDR or ADDR:PORT.
@@ -273,6 +283,13 @@ func checkRoute(flag string, src, dst netip.AddrPort) error {
 	var laddr *net.UDPAddr
 	if src.Addr().IsValid() && !src.Addr().IsUnspecified() {
 		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src.Addr(), 0))
+		// A bind to the address alone tells an address that is not this
+		// host's from a destination out of reach.
+		c, err := net.ListenUDP("udp", laddr)
+		if err != nil {
+			return bindErr("", "src", netip.AddrPortFrom(src.Addr(), 0), err)
+		}
+		c.Close()
 	}
 	c, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(dst))
 	if err != nil {
@@ -443,17 +460,87 @@ func linkDev(spec devSpec, cfg netdev.Config, txOnly, spin bool) (netdev.Device,
 	if !spec.link() {
 		return nil, fmt.Errorf("--dev %v is not a link-layer device", spec)
 	}
-	if _, err := lookupLink(spec.ifname); err != nil {
+	l, err := lookupLink(spec.ifname)
+	if err != nil {
 		return nil, err
 	}
 	if spec.kind == devAFPacket {
 		return afpacket.Open(afpacket.Config{Config: cfg, Ifname: spec.ifname, TxOnly: txOnly})
+	}
+	if err := checkQueue(spec, l, txOnly); err != nil {
+		return nil, err
 	}
 	w := afxdp.WaitSleep
 	if spin {
 		w = afxdp.WaitSpin
 	}
 	return afxdp.Open(spec.ifname, spec.queue, afxdp.Config{Config: cfg, TxOnly: txOnly, Wait: w})
+}
+
+// checkQueue refuses an afxdp queue the interface does not have, which the
+// kernel's bind refuses with a bare EINVAL (xsk_bind: a socket that
+// receives needs a receive queue of that number, one that sends a
+// transmit queue). An interface whose counts the kernel does not give
+// passes.
+func checkQueue(spec devSpec, l *linkInfo, txOnly bool) error {
+	n := l.txQueues
+	if !txOnly {
+		n = min(l.rxQueues, l.txQueues)
+	}
+	if n <= 0 || spec.queue < n {
+		return nil
+	}
+	var has string
+	switch {
+	case txOnly:
+		has = fmt.Sprintf("%d transmit queues", l.txQueues)
+	case l.rxQueues == l.txQueues:
+		has = fmt.Sprintf("%d queues", n)
+	default:
+		has = fmt.Sprintf("%d receive and %d transmit queues", l.rxQueues, l.txQueues)
+	}
+	if n == 1 {
+		has = strings.Replace(has, "queues", "queue", 1)
+	}
+	return fmt.Errorf("--dev %v: %s has %s: give a queue from 0 to %d (ethtool -l %s)", spec, spec.ifname, has, n-1, spec.ifname)
+}
+
+// maxFrame returns the longest untagged frame dev sends, in bytes, by the
+// limits its driver's Xmit and Alloc keep: MTU+14 on afpacket, and on afxdp
+// MTU+18 (room for a VLAN tag) and at most a UMEM frame less the pool's
+// headroom. It reports false for a device without such a limit.
+func maxFrame(dev netdev.Device) (int, bool) {
+	switch d := dev.(type) {
+	case *afpacket.Device:
+		return d.MTU() + header.EthernetHeaderLen, d.MTU() > 0
+	case *afxdp.Device:
+		n := d.MTU() + header.EthernetHeaderLen + header.VLANTagLen
+		if p := d.Pool(); p != nil && d.FrameSize() > 0 {
+			n = min(n, d.FrameSize()-p.Headroom())
+		}
+		return n, d.MTU() > 0
+	}
+	return 0, false
+}
+
+// checkFrameSize refuses, before a link-layer sender sends anything, UDP
+// payloads of size bytes (what names them as the user gave them, such as
+// "-s 2000") in frames longer than dev sends (maxFrame), which the
+// driver would refuse one by one as too big, or fail to allocate.
+func checkFrameSize(what string, spec devSpec, dev netdev.Device, size int, v6 bool) error {
+	limit, ok := maxFrame(dev)
+	if !ok {
+		return nil
+	}
+	hdr, fam := header.EthernetHeaderLen+header.IPv4MinHeaderLen+header.UDPHeaderLen, "IPv4"
+	if v6 {
+		hdr, fam = header.EthernetHeaderLen+header.IPv6HeaderLen+header.UDPHeaderLen, "IPv6"
+	}
+	if size+hdr <= limit {
+		return nil
+	}
+	return fmt.Errorf("%s: packet too big for the device: --dev %v sends frames of up to %d bytes, UDP payloads of up to %d bytes over %s",
+		what, spec, limit, max(limit-hdr, 0), fam)
 }
 
 // linkTarget is what a link-layer sender needs to know of its interface and

@@ -364,6 +364,12 @@ func TestSinkTruncated(t *testing.T) {
 // on stderr, starting "skb: ", and no Go panic or stack.
 func TestTrafficBadFlags(t *testing.T) {
 	closed := freePorts(t, 1)
+	held, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	heldAddr := held.LocalAddr().String()
 	tests := []struct {
 		args []string
 		want string
@@ -382,8 +388,19 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--imix", "imix", "--size", "100"}, "not both"},
 		{[]string{"pktgen", "--dst", "nonsense"}, "want IP:PORT"},
 		{[]string{"pktgen", "--dst", "example.com:9000"}, "not an IP address"},
-		{[]string{"pktgen", "--dst", "127.0.0.1:99999"}, "port"},
-		{[]string{"pktgen", "--dst", "127.0.0.1:0"}, "ports must lie"},
+		{[]string{"pktgen", "--dst", "127.0.0.1:99999"}, `port "99999" is not a number from 1 to 65535`},
+		{[]string{"pktgen", "--dst", "127.0.0.1:0"}, "--dst 127.0.0.1:0: port 0 is not a number from 1 to 65535"},
+		{[]string{"pingpong", "--connect", "127.0.0.1:65536"}, `port "65536" is not a number from 1 to 65535`},
+		{[]string{"sink", "--listen", "127.0.0.1:65536"}, `port "65536" is not a number from 0 to 65535`},
+		{[]string{"pktgen", "--src", "192.0.2.1"}, "skb: pktgen: --src 192.0.2.1 is not an address of this host"},
+		{[]string{"pingpong", "--src", "192.0.2.1"}, "skb: pingpong: --src 192.0.2.1 is not an address of this host"},
+		{[]string{"pktgen", "--src", heldAddr, "-n", "1"}, "skb: pktgen: --src " + heldAddr + " is in use by another socket\n"},
+		{[]string{"pingpong", "--src", heldAddr, "-n", "1"}, "skb: pingpong: --src " + heldAddr + " is in use by another socket\n"},
+		{[]string{"sink", "--listen", heldAddr}, "skb: sink: --listen " + heldAddr + " is in use by another socket\n"},
+		{[]string{"pingpong", "--server", "--listen", heldAddr}, "skb: pingpong: --listen " + heldAddr + " is in use by another socket\n"},
+		{[]string{"pktgen", "--dev", "afpacket:lo"}, "skb: pktgen: --dev afpacket:lo needs --dst (an address on the link)\n"},
+		{[]string{"pktgen", "--dev", "afxdp:lo"}, "skb: pktgen: --dev afxdp:lo:0 needs --dst (an address on the link)\n"},
+		{[]string{"pingpong", "--dev", "afpacket:lo"}, "skb: pingpong: --dev afpacket:lo needs --connect (the server's address on the link)\n"},
 		{[]string{"pktgen", "--dst", "127.0.0.1:65535", "--flows", "2"}, "ports must lie"},
 		{[]string{"pktgen", "--dst", "8.8.8.8:53"}, "--allow-any-dst"},
 		{[]string{"pktgen", "--dst", "[2001:db8::1]:9000"}, "--allow-any-dst"},
@@ -403,7 +420,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--dst-mac", "02:00:00:00:00:01"}, "--dst-mac needs"},
 		{[]string{"pktgen", "extra"}, "unknown command"},
 		{[]string{"pktgen", "--nosuchflag"}, "unknown flag"},
-		{[]string{"sink", "--listen", "198.18.0.2:9000"}, "not an address of this host"},
+		{[]string{"sink", "--listen", "198.18.0.2:9000"}, "198.18.0.2 is not an address of this host (in this network namespace): a sink can only receive on its own addresses"},
 		{[]string{"sink", "--listen", "224.0.0.1:9000"}, "multicast"},
 		{[]string{"sink", "--listen", "255.255.255.255:9000"}, "broadcast"},
 		{[]string{"sink", "--listen", "127.0.0.1"}, "want IP:PORT"},
@@ -425,7 +442,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--connect", "8.8.8.8:9100"}, "--allow-any-dst"},
 		{[]string{"pingpong", "--connect", "[2001:db8::1]:9100"}, "--allow-any-dst"},
 		{[]string{"pingpong", "--connect", fmt.Sprintf("127.0.0.1:%d", closed)}, "is `skb pingpong --server` running there?"},
-		{[]string{"pingpong", "--server", "--listen", "198.18.0.2:9100"}, "not an address of this host"},
+		{[]string{"pingpong", "--server", "--listen", "198.18.0.2:9100"}, "198.18.0.2 is not an address of this host (in this network namespace): a pingpong server can only receive on its own addresses"},
 		{[]string{"pingpong", "--server", "--dev", "memring"}, "memring"},
 		{[]string{"pingpong", "--dev", "memring", "--warmup", "100000000", "-n", "10", "-t", "0.3"},
 			"skb: pingpong: no round trip measured: --duration 300ms ran out before the 100000000 warm-up round trips (--warmup)"},
@@ -530,6 +547,39 @@ func TestLinkLayerCLI(t *testing.T) {
 		_, sr := ndjson(t, sink.wait(t))
 		if num(gr, "packets") != 500 || num(sr, "packets") != 500 {
 			t.Errorf("pktgen %v\nsink %v", gr, sr)
+		}
+	})
+	t.Run("too big", func(t *testing.T) {
+		// The limits the drivers keep (MTU 1500): an untagged frame of
+		// MTU+14 bytes on afpacket, MTU+18 on afxdp; refused before anything
+		// is sent, with one message whether Xmit or Alloc would refuse.
+		devX := "afxdp:" + l.A.Ifname
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"pktgen", "--dev", devA, "-s", "1473"}, "skb: pktgen: -s 1473: packet too big for the device: --dev " + devA +
+				" sends frames of up to 1514 bytes, UDP payloads of up to 1472 bytes over IPv4\n"},
+			{[]string{"pktgen", "--dev", devA, "-s", "2000"}, "skb: pktgen: -s 2000: packet too big for the device: --dev " + devA},
+			{[]string{"pktgen", "--dev", devA, "--imix", "64:1,3000:1"}, "skb: pktgen: --imix size 3000: packet too big for the device"},
+			{[]string{"pktgen", "--dev", devX, "-s", "1477"}, "skb: pktgen: -s 1477: packet too big for the device: --dev " + devX +
+				":0 sends frames of up to 1518 bytes, UDP payloads of up to 1476 bytes over IPv4\n"},
+			{[]string{"pktgen", "--dev", devX, "-s", "2000"}, "skb: pktgen: -s 2000: packet too big for the device: --dev " + devX},
+			{[]string{"pingpong", "--dev", devA, "--connect", "198.18.0.2:9100", "-s", "2000"}, "skb: pingpong: -s 2000: packet too big for the device"},
+			{[]string{"pingpong", "--dev", devX, "--connect", "198.18.0.2:9100", "-s", "2000"}, "skb: pingpong: -s 2000: packet too big for the device"},
+			// A veth allocates a queue per CPU and uses one.
+			{[]string{"pktgen", "--dev", devX + ":1", "-n", "1"}, fmt.Sprintf("skb: pktgen: --dev %s:1: %s has 1 transmit queue: give a queue from 0 to 0", devX, l.A.Ifname)},
+			{[]string{"sink", "--dev", devX + ":1"}, fmt.Sprintf("skb: sink: --dev %s:1: %s has 1 queue: give a queue from 0 to 0", devX, l.A.Ifname)},
+		} {
+			if tc.args[0] == "pktgen" {
+				tc.args = append(tc.args, "--dst", "198.18.0.2:9000")
+			}
+			c := l.A.Cmd(bin, tc.args...)
+			var o, e bytes.Buffer
+			c.Stdout, c.Stderr = &o, &e
+			if err := c.Run(); err == nil || o.Len() != 0 || strings.Count(e.String(), "\n") != 1 || !strings.HasPrefix(e.String(), tc.want) {
+				t.Errorf("%v: %v; stdout %q, stderr %q; want only %q", tc.args, err, o.String(), e.String(), tc.want)
+			}
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {
