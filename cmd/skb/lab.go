@@ -179,7 +179,16 @@ func labDownCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "down [--name N | --all]",
 		Short: "Remove a lab; --all removes every lab made by `up` and every one whose process is gone",
-		Args:  cobra.NoArgs,
+		Long: `down removes the lab --name names (default "skb"): its namespaces, its veth
+pair and its record.
+
+--all removes every lab recorded on this machine (in ` + lab.RecordDir + `, or the
+directory $` + lab.RecordDirEnv + ` names), whoever made it: the labs of skb lab up,
+including those other users or sessions made and may still be using, and
+every lab whose process is gone. It keeps only the labs of processes still
+running (a bench or a test), and says so. To remove your own lab alone, give
+--name.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if all && cmd.Flags().Changed("name") {
@@ -215,7 +224,7 @@ func labDownCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", labDefaultName, "the lab to remove")
-	cmd.Flags().BoolVar(&all, "all", false, "remove every lab made by skb lab up, and every one whose process is gone")
+	cmd.Flags().BoolVar(&all, "all", false, "remove every lab made by skb lab up on this machine, by any user or session, and every one whose process is gone")
 	return cmd
 }
 

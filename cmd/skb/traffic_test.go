@@ -736,8 +736,11 @@ func TestHelpDocuments(t *testing.T) {
 			"AF_PACKET's ring adds up to a millisecond per receive", "Use udp or afxdp to measure latency",
 			"afpacket's receive ring adds up to 1 ms per receive: measure latency over udp or afxdp"}},
 		{"bench", []string{"exits with status 130 or 143", "(made if missing)"}},
+		{"lab down", []string{"--all removes every lab recorded on this machine (in /run/skb/lab",
+			"whoever made it", "including those other users or sessions made and may still be using",
+			"remove every lab made by skb lab up on this machine, by any user or session"}},
 	} {
-		out := strings.Join(strings.Fields(mustSkb(t, tc.cmd, "--help")), " ")
+		out := strings.Join(strings.Fields(mustSkb(t, append(strings.Fields(tc.cmd), "--help")...)), " ")
 		for _, w := range tc.want {
 			if !strings.Contains(out, w) {
 				t.Errorf("skb %s --help lacks %q:\n%s", tc.cmd, w, out)
