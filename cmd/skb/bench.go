@@ -111,6 +111,9 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 		return fmt.Errorf("--duration %v: want more than 0 and at most %v", o.duration, bench.MaxDuration)
 	case o.runs < 1 || o.runs > bench.MaxRuns:
 		return fmt.Errorf("--runs %d: want 1 to %d", o.runs, bench.MaxRuns)
+	case cmd.Flags().Changed("only") && strings.Trim(strings.Join(o.only, ""), " ") == "":
+		// An empty list would mean every experiment, as no --only does.
+		return errors.New("--only needs at least one experiment name; see --list")
 	}
 	sender, receiver, err := benchCPUs(o.cpus)
 	if err != nil {
