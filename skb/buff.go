@@ -262,7 +262,10 @@ func (b *Buff) Reuse(headroom int) {
 }
 
 // Len returns the packet's length in bytes: the linear data plus the paged part.
-func (b *Buff) Len() int { return int(b.m.len) }
+func (b *Buff) Len() int {
+	b.checkLive()
+	return int(b.m.len)
+}
 
 // DataLen returns the length of the paged part (frags and frag list) in bytes.
 func (b *Buff) DataLen() int { return int(b.m.dataLen) }

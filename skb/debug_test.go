@@ -18,4 +18,6 @@ func TestUseAfterFree(t *testing.T) {
 	mustPanic(t, func() { b.Clone(c) }, "use after free")
 	mustPanic(t, func() { b.Pull(0) }, "use after free")
 	mustPanic(t, func() { _ = b.Data() }, "use after free")
+	mustPanic(t, func() { _ = b.Len() }, "use after free")
+	mustPanic(t, func() { c.Clone(b) }, "use after free")
 }

@@ -130,6 +130,7 @@ func TestMisusePanics(t *testing.T) {
 		{"frag index", func(b *skb.Buff) { b.Frag(0) }, []string{"frag 0 of 0"}},
 		{"header outside block", func(b *skb.Buff) { b.SetNetworkHeader(-200) }, []string{"header offset -200 outside the block"}},
 		{"expand negative", func(b *skb.Buff) { b.ExpandHead(c, -1, 0) }, []string{"expand head by -1"}},
+		{"cow head negative", func(b *skb.Buff) { b.CowHead(c, -1) }, []string{"cow head with headroom -1", "data 128"}},
 		{"gso range", func(b *skb.Buff) { b.SetGSO(70000, 1, skb.GSOUDPL4) }, []string{"gso_size 70000"}},
 		{"queue mapping range", func(b *skb.Buff) { b.SetQueueMapping(1 << 16) }, []string{"queue mapping 65536"}},
 		{"own frag list", func(b *skb.Buff) { b.AddFragList(b) }, []string{"own frag list"}},
@@ -148,6 +149,16 @@ func TestDoubleFreeNamesSites(t *testing.T) {
 	c.Free(b)
 	mustPanic(t, func() { c.Free(b) }, "double free", "allocated at:", "TestDoubleFreeNamesSites", "freed at:")
 	mustPanic(t, func() { b.Free() }, "double free")
+}
+
+// TestCloneOfFreed checks that cloning a freed buffer panics, in every build:
+// it would revive the freed header and corrupt the pool's count.
+func TestCloneOfFreed(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(10)
+	c.Free(b)
+	mustPanic(t, func() { c.Clone(b) }, "clone of a freed buffer")
+	mustPanic(t, func() { b.Clone(c) }, "freed")
 }
 
 func TestChecksumState(t *testing.T) {

@@ -21,7 +21,9 @@ const pullTailSlack = 128
 // pass it on to a function that takes ownership. Clone returns the allocator's
 // error when no header is available.
 func (b *Buff) Clone(a Allocator) (*Buff, error) {
-	b.checkLive()
+	if b.state == stateFree {
+		panic("skb: use after free: clone of a freed " + b.describe())
+	}
 	n, err := a.AllocBuff()
 	if err != nil {
 		return nil, err
@@ -35,6 +37,9 @@ func (b *Buff) Clone(a Allocator) (*Buff, error) {
 // ownership of b and owns n, which it must Free or pass on to a function that
 // takes ownership.
 func (b *Buff) CloneInto(n *Buff) {
+	if b.state == stateFree {
+		panic("skb: use after free: clone of a freed " + b.describe())
+	}
 	if n.state != stateFree {
 		panic("skb: clone into a buffer in use")
 	}
@@ -185,9 +190,12 @@ func (b *Buff) dropData(a Allocator) {
 // of headroom, reallocating the head (with the extra rounded up to 64 bytes)
 // only when the data is shared or the headroom is short (skb_cow_head). The
 // page frags stay shared. On error b is unchanged and still the caller's.
-// CowHead does not take ownership of b.
+// CowHead does not take ownership of b. It panics on a negative headroom.
 func (b *Buff) CowHead(a Allocator, headroom int) error {
 	b.checkLive()
+	if headroom < 0 {
+		panic(fmt.Sprintf("skb: cow head with headroom %d: %s", headroom, b.geometry()))
+	}
 	delta := 0
 	if headroom > int(b.data) {
 		delta = (headroom - int(b.data) + netSKBPad - 1) &^ (netSKBPad - 1)
