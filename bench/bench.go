@@ -69,6 +69,12 @@ type Options struct {
 	// Progress, when set, is called after every run with a line saying
 	// what it measured, for a caller to show.
 	Progress func(line string)
+
+	// OnRows, when set, is called with each experiment's rows as soon as
+	// the experiment ends, in the order Run returns them, so that a caller
+	// can stream them (skb bench --json does). The slice is the caller's
+	// to keep.
+	OnRows func(rows []Row)
 }
 
 // NoPin, as Options.SenderCPU or ReceiverCPU, leaves that side unpinned.
@@ -400,6 +406,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rep.Experiments = append(rep.Experiments, x)
 		rows := runExperiment(ctx, e, x)
 		rep.Rows = append(rep.Rows, rows...)
+		if opts.OnRows != nil && len(rows) > 0 {
+			opts.OnRows(slices.Clone(rows))
+		}
 		if ctx.Err() != nil {
 			rep.Elapsed = time.Since(rep.Start)
 			return rep, ctx.Err()

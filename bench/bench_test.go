@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -391,9 +392,11 @@ func TestEncapsulator(t *testing.T) {
 func TestRunMemring(t *testing.T) {
 	only := []string{"doorbell", "copybreak-mem", "clone-mem", "headroom-mem"}
 	var progress int
+	var streamed [][]Row
 	rep, err := Run(context.Background(), Options{
 		Duration: 20 * time.Millisecond, Runs: 2, Only: only,
 		Progress: func(string) { progress++ },
+		OnRows:   func(rows []Row) { streamed = append(streamed, rows) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -401,6 +404,22 @@ func TestRunMemring(t *testing.T) {
 	checkRows(t, rep, only)
 	if progress == 0 {
 		t.Error("no progress lines")
+	}
+	// OnRows had each experiment's rows once, as it ended, in order.
+	if len(streamed) != len(only) {
+		t.Errorf("OnRows called %d times for %d experiments", len(streamed), len(only))
+	}
+	var all []Row
+	for i, rows := range streamed {
+		for _, r := range rows {
+			if i < len(only) && r.Experiment != only[i] {
+				t.Errorf("call %d has a row of %s, want %s", i, r.Experiment, only[i])
+			}
+		}
+		all = append(all, rows...)
+	}
+	if !reflect.DeepEqual(all, rep.Rows) {
+		t.Error("the streamed rows differ from the report's")
 	}
 	for _, r := range rep.Rows {
 		switch {

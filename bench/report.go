@@ -186,8 +186,14 @@ func oneLine(s string) string {
 // WriteJSON writes rep's rows as NDJSON: one JSON object per line, with the
 // fields of Row (experiment, variant, metric, value, unit, ratio, ...).
 func WriteJSON(w io.Writer, rep *Report) error {
+	return WriteJSONRows(w, rep.Rows)
+}
+
+// WriteJSONRows writes rows as WriteJSON does, for a caller streaming them
+// from Options.OnRows.
+func WriteJSONRows(w io.Writer, rows []Row) error {
 	enc := json.NewEncoder(w)
-	for _, r := range rep.Rows {
+	for _, r := range rows {
 		if err := enc.Encode(r); err != nil {
 			return err
 		}

@@ -142,6 +142,16 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 		errOut := cmd.ErrOrStderr()
 		opts.Progress = func(line string) { fmt.Fprintln(errOut, "  "+line) }
 	}
+	var werr error // of the streamed JSON rows
+	if o.asJSON {
+		// One experiment's rows as soon as it ends, so that a reader of
+		// the stream sees them during a long run.
+		opts.OnRows = func(rows []bench.Row) {
+			if werr == nil {
+				werr = bench.WriteJSONRows(out, rows)
+			}
+		}
+	}
 	sc := signalContext()
 	defer sc.stop()
 	rep, err := bench.Run(sc, opts)
@@ -149,7 +159,7 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 		return err
 	}
 	if o.asJSON {
-		if werr := bench.WriteJSON(out, rep); werr != nil {
+		if werr != nil {
 			return werr
 		}
 	} else if werr := bench.WriteTable(out, rep); werr != nil {
