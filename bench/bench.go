@@ -229,6 +229,9 @@ type Experiment struct {
 	// Default is whether it runs when Options.Only is empty.
 	Default bool     `json:"-"`
 	Metrics []Metric `json:"metrics"`
+	// Plot is the index in Metrics of the metric WritePlots charts: the
+	// one that shows the experiment's effect (0, the first, by default).
+	Plot int `json:"-"`
 
 	variants func(e *env) []variant
 }

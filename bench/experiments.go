@@ -71,6 +71,7 @@ func catalog() []Experiment {
 			Title:   "receive copybreak (256 B) on vs off: UDP loopback receiver",
 			Shows:   "with copybreak a datagram under 256 bytes is copied into a 512-byte block and the 2 KiB receive buffer is reposted at once; off, the 2 KiB buffer goes up and a fresh one is posted. With GRO, off hands each datagram of a train over as a clone of the 64 KiB train buffer, which it keeps alive; on copies it into a 512-byte block and reposts the train buffer. On loopback the kernel's copy dominates the receive cost, so the rate barely moves; what changes is the memory each received packet holds (copybreak-mem shows 1500 B, over the threshold, unchanged).",
 			Metrics: []Metric{mRxPPS, mRxCPU, mHeld},
+			Plot:    2, // held B/pkt: the rate barely moves
 			variants: func(e *env) []variant {
 				f := func(size, cb int) udpFlow {
 					return udpFlow{size: size, burst: 64, copybreak: cb, held: true}
@@ -92,6 +93,7 @@ func catalog() []Experiment {
 			Title:   "receive copybreak on vs off, hermetic: memring, receiver holding its last 1024 packets",
 			Shows:   "a receiver that queues packets (reassembly, a socket queue) keeps their buffers: with copybreak a 64-byte packet holds a 512-byte block instead of its 2 KiB ring buffer (or 16 KiB with 9000-byte ring buffers, as IPoIB CM's large receive buffers in the seed), at the price of a copy; with a pool, reposting a fresh ring buffer is cheap, so the copy is what the rate shows. At 1500 B, over the threshold, nothing changes.",
 			Metrics: []Metric{mPPS, mNs, mHeld},
+			Plot:    2, // held B/pkt
 			variants: func(e *env) []variant {
 				f := func(size, cb, ring int) memLoop {
 					return memLoop{

@@ -12,15 +12,15 @@ import (
 )
 
 // WritePlots writes one PNG bar chart per experiment of rep into dir, named
-// <experiment>.png: the median of its first metric per variant, with the
-// runs' minimum and maximum as error bars and each bar's ratio in its
-// label. It returns the files written.
+// <experiment>.png: the median of its charted metric (Experiment.Plot, the
+// first by default) per variant, with the runs' minimum and maximum as error
+// bars and each bar's ratio in its label. It returns the files written.
 func WritePlots(dir string, rep *Report) ([]string, error) {
 	var files []string
 	for _, x := range rep.Experiments {
 		var rows []Row
 		for _, r := range rep.Rows {
-			if r.Experiment == x.Name && r.Metric == x.Metrics[0].Name && r.Error == "" {
+			if r.Experiment == x.Name && r.Metric == x.plotMetric().Name && r.Error == "" {
 				rows = append(rows, r)
 			}
 		}
@@ -36,6 +36,14 @@ func WritePlots(dir string, rep *Report) ([]string, error) {
 	return files, nil
 }
 
+// plotMetric returns the metric WritePlots charts for x.
+func (x Experiment) plotMetric() Metric {
+	if x.Plot > 0 && x.Plot < len(x.Metrics) {
+		return x.Metrics[x.Plot]
+	}
+	return x.Metrics[0]
+}
+
 // plotRows draws rows (one metric of one experiment) as a bar chart.
 func plotRows(path string, x Experiment, rows []Row) error {
 	p := plot.New()
@@ -44,7 +52,7 @@ func plotRows(path string, x Experiment, rows []Row) error {
 		title += " (seed " + x.Seed + ")"
 	}
 	p.Title.Text = title
-	m := x.Metrics[0]
+	m := x.plotMetric()
 	scale, unit := 1.0, m.Unit
 	if m.Unit == "pps" {
 		top := 0.0
