@@ -106,7 +106,7 @@ var (
 // It allocates nothing.
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if !d.enterPoll() {
-		return 0, ErrClosed
+		return 0, errPollClosed
 	}
 	defer d.exitPoll()
 	r := &d.rx
@@ -114,7 +114,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	for done < budget {
 		if d.closing() {
 			// Closed by the handler, or from another goroutine.
-			return done, ErrClosed
+			return done, errPollClosed
 		}
 		if r.next < r.n {
 			done += d.deliver(budget-done, h)
@@ -143,7 +143,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		}
 		if d.closing() {
 			d.rx.discard()
-			return done, ErrClosed
+			return done, errPollClosed
 		}
 	}
 	return done, nil
@@ -455,7 +455,7 @@ func (d *Device) Src() netip.AddrPort {
 // an idle P does not.
 func (d *Device) Wait(timeout time.Duration) error {
 	if !d.enter() {
-		return ErrClosed
+		return errWaitClosed
 	}
 	defer d.exit()
 	r := &d.rx
@@ -479,7 +479,7 @@ func (d *Device) spin(timeout time.Duration) error {
 		k, err := d.recvOne(unix.MSG_DONTWAIT)
 		if d.closing() {
 			d.rx.discard()
-			return ErrClosed
+			return errWaitClosed
 		}
 		switch {
 		case k > 0:
@@ -519,7 +519,7 @@ func (d *Device) sleep(timeout time.Duration) error {
 	k, err := d.recv(len(r.bufs), flags)
 	if d.closing() {
 		r.discard()
-		return ErrClosed
+		return errWaitClosed
 	}
 	switch {
 	case k > 0:

@@ -99,6 +99,8 @@ var (
 	errXmitNoDst  = opError{"xmit", ErrNoDestination}
 	errXmitGSO    = fmt.Errorf("udp: xmit: GSO type other than UDP_L4: %w", netdev.ErrTooBig)
 	errXmitClosed = fmt.Errorf("udp: xmit: %w", ErrClosed)
+	errPollClosed = fmt.Errorf("udp: poll: %w", ErrClosed)
+	errWaitClosed = fmt.Errorf("udp: wait: %w", ErrClosed)
 	errNilBuff    = errors.New("udp: Xmit of a nil *skb.Buff")
 )
 

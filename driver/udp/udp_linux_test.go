@@ -1029,3 +1029,23 @@ func TestNoDestinationText(t *testing.T) {
 		t.Errorf("XmitTo to nowhere: %v", err)
 	}
 }
+
+// TestClosedErrors checks that every method after Close returns an error
+// that matches ErrClosed and names the operation.
+func TestClosedErrors(t *testing.T) {
+	d, err := Open(Config{Local: lo4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fill(t, d, 0, 10)
+	d.Close()
+	for op, err := range map[string]error{
+		"udp: xmit: ": d.Xmit(b, false),
+		"udp: wait: ": d.Wait(0),
+		"udp: poll: ": func() error { _, err := d.Poll(1, func(b *skb.Buff) { b.Free() }); return err }(),
+	} {
+		if !errors.Is(err, ErrClosed) || !strings.HasPrefix(err.Error(), op) {
+			t.Errorf("after Close: %v, want %q and ErrClosed", err, op)
+		}
+	}
+}
