@@ -1,23 +1,28 @@
 package traffic
 
 import (
+	"runtime"
+	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/skbdev/skb/internal/nap"
 )
 
-// sleep blocks the calling thread for d. Below a millisecond it calls
-// nanosleep(2) directly: the Go runtime's timers sleep in epoll_pwait,
-// whose timeout is whole milliseconds, so time.Sleep(20µs) takes a
-// millisecond when the process is otherwise idle, which would cap a paced
-// generator far below its rate. nanosleep wakes after d plus the thread's
-// timer slack (50 µs by default, prctl(2) PR_SET_TIMERSLACK).
+// naps counts the raw naps of the process, to yield the P every
+// nap.YieldEvery of them.
+var naps atomic.Uint32
+
+// sleep blocks the calling thread for d. Up to a millisecond it naps in
+// nanosleep(2) as a raw system call (package nap): the Go runtime's timers
+// sleep in epoll_pwait, whose timeout is whole milliseconds, so
+// time.Sleep(20µs) takes a millisecond when the process is otherwise idle,
+// which would cap a paced generator far below its rate; and the
+// scheduler's system-call path would hand the P off and back on every nap
+// of a sleeping sink. The nap holds the P, so every nap.YieldEvery naps
+// sleep yields it to other goroutines.
 func sleep(d time.Duration) {
-	if d >= time.Millisecond {
-		time.Sleep(d)
-		return
-	}
-	ts := unix.NsecToTimespec(int64(d))
-	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	nap.Sleep(d)
+	if d > 0 && d <= nap.Max && naps.Add(1)%nap.YieldEvery == 0 {
+		runtime.Gosched()
 	}
 }

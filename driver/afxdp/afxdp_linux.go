@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/skbdev/skb/internal/nap"
 	"github.com/skbdev/skb/internal/xsk"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
@@ -892,9 +893,8 @@ func (d *Device) Wait(timeout time.Duration) error {
 			if !ok {
 				return netdev.ErrTimeout
 			}
-			d.ts = unix.NsecToTimespec(int64(l))
-			nanosleep(&d.ts)
-			if i&15 == 15 {
+			nap.Sleep(l)
+			if i%nap.YieldEvery == nap.YieldEvery-1 {
 				// The raw sleep holds the P: let other goroutines have it
 				// now and then.
 				runtime.Gosched()
