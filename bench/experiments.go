@@ -284,7 +284,7 @@ func catalog() []Experiment {
 		{
 			Name: "afxdp", Lab: true,
 			Title:   "AF_XDP -> AF_XDP over veth (native XDP redirect, copy mode), burst 64, receiver sleeping 50 us when empty",
-			Shows:   "the zero-copy-in-user-space path both ways; with threaded NAPI the receive work moves from the sender's CPU to a kernel thread the scheduler may put on the other CPU.",
+			Shows:   "the zero-copy-in-user-space path both ways: the receiver takes each frame in its UMEM buffer (copybreak off: the sink frees every frame at once, so nothing holds the fill ring's buffers); with threaded NAPI the receive work moves from the sender's CPU to a kernel thread the scheduler may put on the other CPU.",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU, mAllocs},
 			variants: func(e *env) []variant {
 				t := map[string]Target{mAllocs.Name: noAllocs}
@@ -326,7 +326,7 @@ func catalog() []Experiment {
 		{
 			Name: "c-afxdp", Lab: true, Ref: true,
 			Title:   "AF_XDP -> AF_XDP beside the C reference (xsk_tx -k 64 -> xsk_rx -w usleep:50), NAPI in softirq and threaded",
-			Shows:   "the same waiting policy on both: the receiver sleeps 50 us when its ring is empty; then both again with B's NAPI threaded. The ratio is skb over C.",
+			Shows:   "the same waiting policy on both: the receiver sleeps 50 us when its ring is empty; then both again with B's NAPI threaded. Both receivers read each frame where the kernel wrote it in the UMEM (skb's with copybreak off). The ratio is skb over C.",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				return []variant{

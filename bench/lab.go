@@ -171,11 +171,12 @@ func afxdpTxRun(burst int) func(context.Context, *env) (sample, error) {
 }
 
 // afxdpRun returns a run of skb's AF_XDP pktgen on A (burst 64) into skb's
-// AF_XDP sink on B (WaitSleep: 50 us naps when the ring is empty), with B's
-// NAPI threaded or not.
+// AF_XDP sink on B (WaitSleep: 50 us naps when the ring is empty; copybreak
+// off, so each frame reaches the sink in its UMEM buffer, as C's xsk_rx
+// reads it in place), with B's NAPI threaded or not.
 func afxdpRun(threaded bool) func(context.Context, *env) (sample, error) {
 	return labRun(func(ctx context.Context, e *env, le *labEnv) (sample, error) {
-		rx, err := openAFXDP(&le.l.B, afxdp.Config{Wait: afxdp.WaitSleep})
+		rx, err := openAFXDP(&le.l.B, afxdp.Config{Config: netdev.Config{Copybreak: netdev.CopybreakOff}, Wait: afxdp.WaitSleep})
 		if err != nil {
 			return nil, err
 		}
