@@ -200,7 +200,9 @@ func runPing(ctx context.Context, e *env, srv, cli netdev.Device, what string, p
 	var echoErr error
 	srvDone := pinned(e.receiver, func() {
 		close(started)
-		_, echoErr = traffic.Echo(sctx, srv, traffic.EchoConfig{Spin: pc.BusyPoll, Idle: -1, Duration: 4*e.dur + 10*time.Second})
+		// Budget 1, as the client: one request is in flight, and the udp
+		// driver then probes for one datagram instead of asking for a batch.
+		_, echoErr = traffic.Echo(sctx, srv, traffic.EchoConfig{Spin: pc.BusyPoll, Idle: -1, Duration: 4*e.dur + 10*time.Second, Budget: 1})
 	})
 	<-started
 	var res traffic.PingPongResult
