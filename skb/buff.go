@@ -111,9 +111,13 @@ type Shared struct {
 	fragList   *Buff
 	destructor func(*Buff)
 	dataref    int32 // atomic, except in Reset where the block is not yet shared
-	mem        []byte
-	addr       uint64
-	frags      [MaxFrags]Frag
+	// addr sits beside dataref, in the cache line Reset writes: a driver
+	// posting a fresh buffer to a fill ring reads it (HeadAddr) right after
+	// the allocation, and in the next line it was a cache miss per frame
+	// (most of the AF_XDP receiver's refill time).
+	addr  uint64
+	mem   []byte
+	frags [MaxFrags]Frag
 }
 
 type sharedHot struct {

@@ -63,6 +63,7 @@ type Device struct {
 	up           *pool.Pool  // the application's pool: p, or Config.Pool when it has no UMEM class
 	uc           *pool.Cache // up's cache, handed out by Cache: cache when up is p
 	umem         *pool.Arena
+	umemBase     uintptr // address of the UMEM's first byte (headAddr)
 	frameSize    int
 	shift        uint   // log2(frameSize)
 	nframes      uint64 // frames in the UMEM
@@ -286,6 +287,7 @@ func (d *Device) setupGeometry(ci int) error {
 	c := &d.cfg
 	classes := d.p.Classes()
 	d.umem = d.p.Arena(ci)
+	d.umemBase = baseOf(d.umem.Bytes())
 	d.frameSize = classes[ci].Size
 	d.shift = uint(bits.TrailingZeros(uint(d.frameSize)))
 	d.nframes = uint64(len(d.umem.Bytes()) / d.frameSize)
@@ -676,7 +678,7 @@ func (d *Device) refill() {
 		if err != nil {
 			break
 		}
-		addr := b.HeadAddr()
+		addr := d.headAddr(b)
 		d.rxBufs[addr>>d.shift] = b
 		fq.Addrs[fq.Index(k)] = addr
 	}
