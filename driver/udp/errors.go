@@ -8,10 +8,12 @@ import (
 
 var (
 	// ErrConfig is returned by Open for an invalid Config: one that
-	// netdev.Config.Validate refuses (the error wraps netdev.ErrConfig too),
-	// Local and Remote of different families, a negative size or duration,
-	// or a RecvSize or Headroom that no size class of the pool holds.
-	ErrConfig = errors.New("udp: invalid config")
+	// netdev.Config.Validate refuses, Local and Remote of different
+	// families, a negative size or duration, a socket buffer over
+	// MaxSockBuf, or a RecvSize or Headroom that no size class of the pool
+	// holds. It also matches netdev.ErrConfig (errors.Is), as every
+	// driver's configuration error does.
+	ErrConfig error = configError{}
 
 	// ErrNoDestination is returned by Xmit on an unconnected device (Remote
 	// unset) when no destination was set with SetDst, and by XmitTo and
@@ -24,3 +26,11 @@ var (
 	// netdev.ErrClosed, which is net.ErrClosed.
 	ErrClosed = netdev.ErrClosed
 )
+
+// configError is ErrConfig: "udp: invalid config", which also matches
+// netdev.ErrConfig, as every driver's configuration error does.
+type configError struct{}
+
+func (configError) Error() string { return "udp: invalid config" }
+
+func (configError) Is(target error) bool { return target == netdev.ErrConfig }

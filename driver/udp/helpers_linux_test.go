@@ -4,6 +4,7 @@ package udp
 
 import (
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func openT(t testing.TB, cfg Config) *Device {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := d.Close(); err != nil && err != ErrClosed {
+		if err := d.Close(); err != nil && !errors.Is(err, ErrClosed) {
 			t.Errorf("close: %v", err)
 		}
 	})

@@ -95,13 +95,16 @@ func (t *txq) init(batch int) {
 
 // Static errors of the transmit path, so that a drop allocates nothing.
 var (
-	errXmitTooBig = fmt.Errorf("udp: xmit: %w", netdev.ErrTooBig)
-	errXmitNoDst  = opError{"xmit", ErrNoDestination}
-	errXmitGSO    = fmt.Errorf("udp: xmit: GSO type other than UDP_L4: %w", netdev.ErrTooBig)
-	errXmitClosed = fmt.Errorf("udp: xmit: %w", ErrClosed)
-	errPollClosed = fmt.Errorf("udp: poll: %w", ErrClosed)
-	errWaitClosed = fmt.Errorf("udp: wait: %w", ErrClosed)
-	errNilBuff    = errors.New("udp: Xmit of a nil *skb.Buff")
+	errXmitTooBig   = fmt.Errorf("udp: xmit: %w", netdev.ErrTooBig)
+	errXmitNoDst    = opError{"xmit", ErrNoDestination}
+	errXmitGSO      = fmt.Errorf("udp: xmit: GSO type other than UDP_L4: %w", netdev.ErrTooBig)
+	errXmitClosed   = fmt.Errorf("udp: xmit: %w", ErrClosed)
+	errPollClosed   = fmt.Errorf("udp: poll: %w", ErrClosed)
+	errFlushClosed  = fmt.Errorf("udp: flush: %w", ErrClosed)
+	errCloseClosed  = fmt.Errorf("udp: close: %w", ErrClosed)
+	errSetDstClosed = fmt.Errorf("udp: set destination: %w", ErrClosed)
+	errWaitClosed   = fmt.Errorf("udp: wait: %w", ErrClosed)
+	errNilBuff      = errors.New("udp: Xmit of a nil *skb.Buff")
 )
 
 // opError is one of the package's errors met in operation op: it reads
@@ -183,7 +186,7 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 // ErrClosed.
 func (d *Device) Flush() error {
 	if !d.enter() {
-		return errXmitClosed
+		return errFlushClosed
 	}
 	defer d.exit()
 	return d.doorbell()

@@ -98,8 +98,13 @@ func open(cfg Config) (*Device, error) {
 	if cfg.SndBuf < 0 || cfg.RcvBuf < 0 || cfg.RecvSize < 0 || cfg.BusyPoll < 0 {
 		return nil, fmt.Errorf("%w: negative size", ErrConfig)
 	}
-	if cfg.SndBuf > MaxSockBuf || cfg.RcvBuf > MaxSockBuf {
-		return nil, fmt.Errorf("%w: socket buffer of %d or %d bytes, over %d", ErrConfig, cfg.SndBuf, cfg.RcvBuf, MaxSockBuf)
+	for _, b := range []struct {
+		name string
+		v    int
+	}{{"SndBuf", cfg.SndBuf}, {"RcvBuf", cfg.RcvBuf}} {
+		if b.v > MaxSockBuf {
+			return nil, fmt.Errorf("%w: %s %d bytes, over %d (MaxSockBuf)", ErrConfig, b.name, b.v, MaxSockBuf)
+		}
 	}
 	d := &Device{
 		fd:        -1,
@@ -386,7 +391,7 @@ func (d *Device) closing() bool { return d.state.Load()&closedBit != 0 }
 func (d *Device) Close() error {
 	old := d.state.Or(closedBit)
 	if old&closedBit != 0 {
-		return ErrClosed
+		return errCloseClosed
 	}
 	if old&refMask == 0 {
 		d.cleanup()
@@ -513,8 +518,11 @@ func (d *Device) Fd() int { return d.fd }
 // connected one it overrides Remote for those datagrams (the kernel allows
 // sendto on a connected UDP socket). It returns ErrNoDestination for the
 // zero AddrPort or an IPv6 address on an IPv4 socket; the destination is
-// then unset. It allocates nothing.
+// then unset. After Close it returns ErrClosed. It allocates nothing.
 func (d *Device) SetDst(dst netip.AddrPort) error {
+	if d.closing() {
+		return errSetDstClosed
+	}
 	d.dstLen = mmsg.PutSockaddr(d.dst[:], d.family, dst)
 	if d.dstLen == 0 {
 		return fmt.Errorf("udp: set destination %v: %w", dst, ErrNoDestination)

@@ -821,7 +821,7 @@ func TestErrors(t *testing.T) {
 		{Local: lo4, SndBuf: 1<<32 + 1},
 	} {
 		_, err := Open(cfg)
-		if !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), "udp: open: ") {
+		if !errors.Is(err, ErrConfig) || !errors.Is(err, netdev.ErrConfig) || !strings.HasPrefix(err.Error(), "udp: open: ") {
 			t.Errorf("Open(%+v): %v", cfg, err)
 		}
 	}
@@ -1040,9 +1040,12 @@ func TestClosedErrors(t *testing.T) {
 	b := fill(t, d, 0, 10)
 	d.Close()
 	for op, err := range map[string]error{
-		"udp: xmit: ": d.Xmit(b, false),
-		"udp: wait: ": d.Wait(0),
-		"udp: poll: ": func() error { _, err := d.Poll(1, func(b *skb.Buff) { b.Free() }); return err }(),
+		"udp: xmit: ":            d.Xmit(b, false),
+		"udp: flush: ":           d.Flush(),
+		"udp: close: ":           d.Close(),
+		"udp: set destination: ": d.SetDst(lo4),
+		"udp: wait: ":            d.Wait(0),
+		"udp: poll: ":            func() error { _, err := d.Poll(1, func(b *skb.Buff) { b.Free() }); return err }(),
 	} {
 		if !errors.Is(err, ErrClosed) || !strings.HasPrefix(err.Error(), op) {
 			t.Errorf("after Close: %v, want %q and ErrClosed", err, op)
