@@ -171,7 +171,7 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 			return perr
 		}
 		if !o.quiet {
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d charts to %s\n", len(files), o.plot)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d %s to %s\n", len(files), plural(len(files), "chart", "charts"), o.plot)
 		}
 	}
 	switch {
@@ -208,4 +208,12 @@ func benchList(w interface{ Write([]byte) (int, error) }) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", x.Name, seed, strings.Join(needs, " "), x.Title)
 	}
 	return tw.Flush()
+}
+
+// plural returns one when n is 1 and many otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -19,14 +19,23 @@ type durationValue time.Duration
 // errDuration is what a flag says of a value that is neither form.
 var errDuration = errors.New("want a number of seconds (10, 0.5) or a duration with its unit (500ms, 2s, 1m30s)")
 
+// errDurationRange is what a flag says of a number of seconds that no
+// duration holds.
+var errDurationRange = errors.New("too long: want at most 292 years (9223372036 seconds)")
+
 func (d *durationValue) Set(s string) error {
 	if v, err := time.ParseDuration(s); err == nil {
 		*d = durationValue(v)
 		return nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/1e9 {
+	if err != nil || math.IsNaN(f) {
 		return errDuration
+	}
+	// Checked in ns, where the conversion happens: a float64 of 2^63 ns
+	// would wrap.
+	if ns := f * float64(time.Second); ns >= math.MaxInt64 || ns <= math.MinInt64 {
+		return errDurationRange
 	}
 	*d = durationValue(time.Duration(f * float64(time.Second)))
 	return nil
@@ -45,5 +54,8 @@ func (d *durationValue) Type() string { return "duration" }
 // is empty) that also takes bare seconds.
 func durationVarP(fs *pflag.FlagSet, p *time.Duration, name, short string, def time.Duration, usage string) {
 	*p = def
+	if short != "" {
+		usage += "; 500ms, 2s, or bare seconds (-" + short + " 10)"
+	}
 	fs.VarP((*durationValue)(p), name, short, usage)
 }

@@ -23,6 +23,10 @@ func TestDurationFlag(t *testing.T) {
 		{"NaN", 0, false},
 		{"Inf", 0, false},
 		{"1e300", 0, false},
+		{"-1e300", 0, false},
+		{"Inf", 0, false},
+		{"9223372036.854775807", 0, false}, // 2^63 ns as a float: would wrap
+		{"9223372036", 9223372036 * time.Second, true},
 		{"10 s", 0, false},
 	} {
 		var d time.Duration

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -329,7 +330,7 @@ which gets ` + labKillAfter.String() + ` to exit before it is killed. If skb its
 			switch {
 			case len(args) == 0 || dash == 0:
 				return errors.New("lab exec: want a side, a or b, before --")
-			case args[0] != "a" && args[0] != "b":
+			case !slices.Contains([]string{"a", "b", "A", "B"}, args[0]):
 				return fmt.Errorf("lab exec: side must be a or b, not %q", args[0])
 			case dash > 1:
 				return fmt.Errorf("lab exec: unexpected %q before --", args[1])
@@ -354,7 +355,7 @@ which gets ` + labKillAfter.String() + ` to exit before it is killed. If skb its
 			if !temp && o.Name == "" {
 				o.Name = labDefaultName
 			}
-			code, err := labExec(args[0], o, temp, args[1:])
+			code, err := labExec(strings.ToLower(args[0]), o, temp, args[1:])
 			if errors.Is(err, lab.ErrExist) {
 				return fmt.Errorf("lab exec: lab %s already exists (see `skb lab list`)", o.Name)
 			}

@@ -190,7 +190,8 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		}
 		dev = d
 		if listen.Port() == 0 {
-			fmt.Fprintf(os.Stderr, "pingpong: listening on %v\n", d.LocalAddr())
+			listen = d.LocalAddr() // the result names the port the kernel picked
+			fmt.Fprintf(os.Stderr, "pingpong: listening on %v\n", listen)
 		}
 	} else {
 		d, err := linkDev(spec, netdev.Config{}, false, o.busy)

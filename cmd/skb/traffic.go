@@ -505,16 +505,18 @@ func checkQueue(spec devSpec, l *linkInfo, txOnly bool) error {
 	return fmt.Errorf("--dev %v: %s has %s: give a queue from 0 to %d (ethtool -l %s)", spec, spec.ifname, has, n-1, spec.ifname)
 }
 
-// maxFrame returns the longest untagged frame dev sends, in bytes, by the
-// limits its driver's Xmit and Alloc keep: MTU+14 on afpacket, and on afxdp
-// MTU+18 (room for a VLAN tag) and at most a UMEM frame less the pool's
-// headroom. It reports false for a device without such a limit.
+// maxFrame returns the longest untagged frame dev sends, in bytes: MTU+14,
+// so that the IP packet fits the link's MTU, and on afxdp at most a UMEM
+// frame less the pool's headroom (what its Alloc keeps). It reports false
+// for a device without such a limit.
 func maxFrame(dev netdev.Device) (int, bool) {
 	switch d := dev.(type) {
 	case *afpacket.Device:
 		return d.MTU() + header.EthernetHeaderLen, d.MTU() > 0
 	case *afxdp.Device:
-		n := d.MTU() + header.EthernetHeaderLen + header.VLANTagLen
+		// The driver takes MTU+18 (room for a VLAN tag), but the tool's
+		// frames are untagged: their IP packet must fit the MTU.
+		n := d.MTU() + header.EthernetHeaderLen
 		if p := d.Pool(); p != nil && d.FrameSize() > 0 {
 			n = min(n, d.FrameSize()-p.Headroom())
 		}
