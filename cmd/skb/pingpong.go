@@ -234,8 +234,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if err != nil {
 		return fmt.Errorf("pingpong: %w", err)
 	}
-	if dst.Port() == 0 || dst.Addr().IsUnspecified() || dst.Addr().IsMulticast() {
-		return fmt.Errorf("pingpong: --connect %v: want a unicast address and a port", dst)
+	switch {
+	case dst.Port() == 0:
+		return fmt.Errorf("pingpong: --connect %q: port 0 is not a number from 1 to 65535", o.connect)
+	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
+		return fmt.Errorf("pingpong: --connect %q: want a unicast address, not %v", o.connect, dst.Addr())
 	}
 	if f.dstMAC != "" && !spec.link() {
 		return errors.New("pingpong: --dst-mac needs a link-layer device (afpacket or afxdp)")

@@ -139,7 +139,7 @@ func parseDev(s, kinds string) (devSpec, error) {
 			}
 			n, err := strconv.Atoi(q)
 			if err != nil || n < 0 {
-				return spec, fmt.Errorf("--dev %q: queue %q is not a number from 0", s, q)
+				return spec, fmt.Errorf("--dev %q: queue %q is not a number (0 or more)", s, q)
 			}
 			spec.queue = n
 		}
