@@ -109,6 +109,22 @@ func fill(tb testing.TB, b *skb.Buff, f *header.UDPFrame, seq uint32, payload in
 	}
 }
 
+// xmitFilled sends n frames f from a, each filled with 100 bytes of payload
+// and its index as sequence number, with one doorbell for the lot.
+func xmitFilled(tb testing.TB, a *Device, f *header.UDPFrame, n int) {
+	tb.Helper()
+	for i := range n {
+		buf, err := a.Alloc(0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fill(tb, buf, f, uint32(i), 100)
+		if err := a.Xmit(buf, i != n-1); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
 // parse returns the sequence number and payload length of a test frame, ok
 // false for anything else; it checks the payload pattern and the checksums.
 func parse(b *skb.Buff) (seq uint32, payload int, ok bool) { return parseFrame(b, true) }
@@ -548,16 +564,7 @@ func TestBetweenDevices(t *testing.T) {
 	}
 	t.Run("echo", func(t *testing.T) {
 		const n = 64
-		for i := range n {
-			buf, err := a.Alloc(0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fill(t, buf, &f, uint32(i), 100)
-			if err := a.Xmit(buf, i != n-1); err != nil {
-				t.Fatal(err)
-			}
-		}
+		xmitFilled(t, a, &f, n)
 		// B turns each frame around in place and sends it from where it lies.
 		echoed := 0
 		deadline := time.Now().Add(2 * time.Second)
@@ -719,16 +726,7 @@ func TestSharedPool(t *testing.T) {
 	b := openOn(t, &l.B, cfg)
 	f := frameTo(&l.A, &l.B)
 	const n = 64
-	for i := range n {
-		buf, err := a.Alloc(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fill(t, buf, &f, uint32(i), 100)
-		if err := a.Xmit(buf, i != n-1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	xmitFilled(t, a, &f, n)
 	// B hands each frame it receives to A, which sends it to B again.
 	got := 0
 	deadline := time.Now().Add(2 * time.Second)
