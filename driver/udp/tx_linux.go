@@ -392,6 +392,14 @@ func (d *Device) doorbell() error {
 	if t.n == 0 {
 		return nil
 	}
+	if e := &t.pkts[0]; t.n == 1 && e.gso == 0 && e.niov == 1 && !e.b.IsNonlinear() {
+		// One linear datagram queued (an echo server's answer, queued
+		// with more and flushed after the Poll): one sendto, cheaper in
+		// the kernel than a sendmmsg of one message.
+		b := e.b
+		e.b, t.n = nil, 0
+		return d.sendOne(b, t.names[0][:e.name])
+	}
 	var first error
 	pos := txPos{}
 	for pos.pkt < t.n {
