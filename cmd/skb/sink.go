@@ -19,10 +19,6 @@ import (
 // sinkSleep is the sink's default sleep between polls while traffic flows.
 const sinkSleep = traffic.DefaultSinkSleep
 
-// afxdpSinkBudget is the sink's poll budget on an AF_XDP device: a quarter
-// of the default ring.
-const afxdpSinkBudget = afxdp.DefaultRingSize / 4
-
 // sinkMaxFlows is the most ports a sink listens on: on the udp device one
 // socket each, and as many sockets held on a link-layer device.
 const sinkMaxFlows = 1024
@@ -92,7 +88,7 @@ however many datagrams it held, while lost counts datagrams.
 	fs.IntVarP(&o.flows, "flows", "f", 1, fmt.Sprintf("receive on ports PORT to PORT+N-1 (pktgen's flows), 1 to %d", sinkMaxFlows))
 	fs.BoolVar(&o.spin, "spin", false, "busy-poll: poll again at once when nothing came, instead of sleeping")
 	durationVarP(fs, &o.sleep, "sleep", "", sinkSleep, "while traffic flows, sleep this long when the queue is drained instead of waiting to be woken (0: always wait)")
-	fs.IntVar(&o.budget, "budget", traffic.DefaultBudget, fmt.Sprintf("packets per poll (%d on afxdp)", afxdpSinkBudget))
+	fs.IntVar(&o.budget, "budget", traffic.DefaultBudget, fmt.Sprintf("packets per poll (%d on afxdp)", afxdp.PollBudget))
 	fs.IntVar(&o.rcvbuf, "rcvbuf", sinkRcvBuf, "udp socket receive buffer in bytes")
 	addDevFlags(cmd, &f, "")
 	return cmd
@@ -287,10 +283,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 		return fmt.Errorf("sink: --listen %v with %d flows: ports past 65535", listen, o.flows)
 	}
 	if spec.kind == devAFXDP && !cmd.Flags().Changed("budget") {
-		// Take up to a quarter ring per poll, as an AF_XDP receiver
-		// written in C takes all that is ready: with threaded NAPI on the
-		// sink's CPU, 64 at a time took in a quarter fewer frames.
-		o.budget = afxdpSinkBudget
+		o.budget = afxdp.PollBudget
 	}
 	ncfg := netdev.Config{Copybreak: o.copybreak, Batch: min(o.budget, 1024)}
 	if o.copybreak == 0 {

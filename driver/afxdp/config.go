@@ -18,6 +18,13 @@ const (
 	DefaultFrames = 4096
 	// DefaultRingSize is the number of entries of each of the four rings.
 	DefaultRingSize = 2048
+	// PollBudget is the Poll budget, in frames, that suits a receiver
+	// freeing each frame at once (a sink, a forwarder): a quarter of the
+	// default ring, so that it takes what is ready in a few calls, as an
+	// AF_XDP receiver written in C takes all of it. With threaded NAPI on
+	// the receiver's CPU, 64 at a time took in a quarter fewer frames
+	// (0.82 against 1.07 Mpps, medians of 5 alternating pairs of runs).
+	PollBudget = DefaultRingSize / 4
 	// DefaultSleep is how long WaitSleep sleeps when the rx ring is empty, as
 	// the C reference's `-w usleep:50`.
 	DefaultSleep = 50 * time.Microsecond
