@@ -236,11 +236,6 @@ func (d *Device) queue(b *skb.Buff, name []byte, more bool) error {
 	if len(name) == 0 && !d.connected {
 		return d.dropOne(b, netdev.DropError, errXmitNoDst)
 	}
-	if k == 0 && !more && gso == 0 && niov == 1 && !b.IsNonlinear() {
-		// One linear datagram and nothing queued: the doorbell is one
-		// sendto, without laying out a batch.
-		return d.sendOne(b, name)
-	}
 	if len(name) > 0 {
 		t.names[k] = [mmsg.SockaddrMax]byte{}
 		copy(t.names[k][:], name)
@@ -393,9 +388,10 @@ func (d *Device) doorbell() error {
 		return nil
 	}
 	if e := &t.pkts[0]; t.n == 1 && e.gso == 0 && e.niov == 1 && !e.b.IsNonlinear() {
-		// One linear datagram queued (an echo server's answer, queued
-		// with more and flushed after the Poll): one sendto, cheaper in
-		// the kernel than a sendmmsg of one message.
+		// One linear datagram (Xmit with more false on an empty queue,
+		// or an echo server's answer flushed after its Poll): one sendto,
+		// cheaper in the kernel than a sendmmsg of one message, and no
+		// batch laid out.
 		b := e.b
 		e.b, t.n = nil, 0
 		return d.sendOne(b, t.names[0][:e.name])
