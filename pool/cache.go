@@ -167,8 +167,7 @@ func (c *Cache) Free(b *skb.Buff) {
 	// goes back with the block it holds: the next Alloc of this class gets
 	// both with one pop.
 	if b.Home() == c.fastHome {
-		if s := b.ReleasePlain(); s != nil {
-			i := s.Class()
+		if s, i := b.ReleasePlain(); s != nil {
 			cc := &c.cls[i]
 			if len(cc.free) == cap(cc.free) {
 				c.drain(i)

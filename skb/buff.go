@@ -118,7 +118,14 @@ type Shared struct {
 	addr  uint64
 	mem   []byte
 	frags [MaxFrags]Frag
+	_     [sharedPad]byte
 }
+
+// sharedPad pads a Shared to six whole cache lines (384 bytes), so that in
+// the pool's page-aligned slabs every block's first line, which holds all
+// that allocating, freeing and posting a plain buffer reads and writes (hot,
+// class, home, dataref, addr), is one line of its own.
+const sharedPad = 24
 
 type sharedHot struct {
 	nrFrags uint8
@@ -181,18 +188,32 @@ const (
 // pool), which owns the header's memory.
 //
 // Fields in meta are cleared in one store at allocation (seed 003).
+//
+// Layout: a header is three whole 64-byte cache lines (192 bytes), and the
+// pool's slabs of headers are page-aligned, so each header owns its lines.
+// The first holds what every allocation, free and data access reads (head,
+// data, tail, end, state, the block's class, shinfo, home); the second the metadata cleared at
+// allocation and the frag-list link; the third the control buffer, which
+// only protocols that use it touch. A receive path thus touches two lines
+// per header (an AF_XDP receiver cycling through thousands of posted
+// frames takes each as a cache miss).
 type Buff struct {
-	m      meta
-	cb     [CBSize]byte
-	next   *Buff
 	head   []byte
 	data   uint32
 	tail   uint32
 	end    uint32
 	state  uint8
+	class  uint8 // shinfo.class, kept here so that a fast free reads no line of the shared info
 	shinfo *Shared
 	home   Recycler
+	m      meta
+	next   *Buff
+	cb     [CBSize]byte
+	_      [buffPad]byte
 }
+
+// buffPad pads a Buff to three cache lines.
+const buffPad = 16
 
 // meta is everything cleared when a buffer is built; it holds no pointers, so
 // the clear is a plain memory clear. Header offsets are stored plus one from
@@ -240,7 +261,13 @@ func (b *Buff) Attach(s *Shared) {
 	}
 	b.head = s.mem
 	b.end = uint32(len(s.mem))
+	b.setShared(s)
+}
+
+// setShared points b at the shared info s, and keeps s's class beside it.
+func (b *Buff) setShared(s *Shared) {
 	b.shinfo = s
+	b.class = s.class
 }
 
 // Detach returns the data block paired with the free header b. For allocators

@@ -75,14 +75,16 @@ func (b *Buff) Release(r Recycler) *Shared {
 
 // ReleasePlain is Release for allocators' fast path: when b was never cloned
 // and holds plain linear data in a block of its own allocator, it marks b
-// free and returns the block, which the allocator may keep paired with b.
-// Otherwise it does nothing and returns nil, and the caller uses Release.
-func (b *Buff) ReleasePlain() *Shared {
+// free and returns the block and its class (Shared.Class, read from b's own
+// first cache line, not from the block's shared info), which the allocator
+// may keep paired with b. Otherwise it does nothing and returns nil, and the
+// caller uses Release.
+func (b *Buff) ReleasePlain() (*Shared, int) {
 	if b.state != stateLive {
-		return nil
+		return nil, 0
 	}
 	b.state = stateFree
-	return b.shinfo
+	return b.shinfo, int(b.class)
 }
 
 func (b *Buff) releaseSlow(r Recycler) *Shared {

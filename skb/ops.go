@@ -50,7 +50,7 @@ func (b *Buff) CloneInto(n *Buff) {
 	n.next = nil
 	n.head = b.head
 	n.data, n.tail, n.end = b.data, b.tail, b.end
-	n.shinfo = b.shinfo
+	n.setShared(b.shinfo)
 	n.state = stateCloned
 }
 
@@ -163,7 +163,7 @@ func (b *Buff) relinearize(a Allocator, headroom, tailroom int) error {
 	b.data = uint32(headroom)
 	b.tail = uint32(headroom + n)
 	b.end = uint32(len(s.mem))
-	b.shinfo = s
+	b.setShared(s)
 	b.m.dataLen = 0
 	b.state = stateLive
 	if s.home != b.home {
@@ -251,7 +251,7 @@ func (b *Buff) ExpandHead(a Allocator, nhead, ntail int) error {
 		a.RecycleShared(old)
 	}
 	b.head = s.mem
-	b.shinfo = s
+	b.setShared(s)
 	b.data += uint32(nhead)
 	b.tail += uint32(nhead)
 	b.end = uint32(len(s.mem))
