@@ -741,8 +741,9 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 // shares), and gives the kernel frames back sooner than once per budget.
 const pollChunk = 32
 
-// touch loads, for the n descriptors ready in the rx ring, the first byte of
-// each frame and the two cache lines of its buffer's header that receiving
+// touch loads, for the n descriptors ready in the rx ring, the first two
+// cache lines of each frame (of a small frame, its headers and the start of
+// its payload) and the two cache lines of its buffer's header that receiving
 // and freeing it use, before any of them is used. The kernel wrote the
 // frames on another core and the buffers were last used a fill ring ago, so
 // these are usually cache misses; taken in the order the code needs them
@@ -756,12 +757,17 @@ func (d *Device) touch(n uint32) {
 	mem := d.umem.Bytes()
 	var sum int
 	for k := range n {
-		addr := rx.Descs[rx.Index(k)].Addr
+		desc := rx.Descs[rx.Index(k)]
+		addr := desc.Addr
 		if idx := addr >> d.shift; idx < d.nframes {
 			if b := d.rxBufs[idx]; b != nil {
 				sum += b.Len() + b.Headroom()
 			}
 			sum += int(mem[addr])
+			// The frame's second line, where a small frame's payload starts.
+			if e := addr + uint64(min(desc.Len, 128)) - 1; e>>6 != addr>>6 && e < uint64(len(mem)) {
+				sum += int(mem[e])
+			}
 		}
 	}
 	d.touched += sum
