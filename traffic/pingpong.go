@@ -120,6 +120,7 @@ type pinger struct {
 	run      uint32
 	want     uint64
 	got      bool
+	t0, t1   time.Duration // the measured request's Xmit and its reply's hand-over
 	stray    uint64
 	scratch  [StampLen]byte
 	handler  netdev.Handler
@@ -226,10 +227,14 @@ func (p *pinger) send(seq uint64, ts int64) error {
 	d := b.Put(n)
 	if p.link {
 		p.tmpl.fill(d, p.cfg.Frame.DestinationPort, st)
+		p.t0 = p.clk.now()
 		return p.dev.Xmit(b, false)
 	}
 	PutStamp(d, st)
 	clear(d[StampLen:])
+	// The round trip starts here, with the request built, as the C
+	// reference starts its clock with its buffer filled.
+	p.t0 = p.clk.now()
 	if p.ax != nil {
 		return p.ax.XmitTo(b, p.cfg.Dst, false)
 	}
@@ -237,6 +242,9 @@ func (p *pinger) send(seq uint64, ts int64) error {
 }
 
 func (p *pinger) handle(b *skb.Buff) {
+	// The round trip ends at the hand-over, before the reply is examined,
+	// as the C reference stops its clock when recv returns.
+	t1 := p.clk.now()
 	data := b.Data()
 	off := 0
 	if p.link {
@@ -257,7 +265,7 @@ func (p *pinger) handle(b *skb.Buff) {
 		st, ok = ParseStamp(p.scratch[:])
 	}
 	if ok && st.Run == p.run && st.Seq == p.want && !p.got {
-		p.got = true
+		p.got, p.t1 = true, t1
 	} else {
 		p.stray++
 	}
@@ -347,9 +355,9 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			continue
 		}
 		replied = true
-		t1 := p.clk.now()
+		t1 := p.t1
 		if i >= cfg.Warmup {
-			rtt = append(rtt, t1-t0)
+			rtt = append(rtt, t1-p.t0)
 			tLast = t1
 		}
 		if cfg.OnInterval != nil && t1-lastTick >= cfg.Interval {
