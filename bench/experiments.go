@@ -235,7 +235,7 @@ func catalog() []Experiment {
 		{
 			Name: "c-pingpong", Ref: true,
 			Title:   "skb beside the C reference ping-pong on UDP loopback, 64 B",
-			Shows:   "one request in flight; blocking receive on both sides, then busy-polling on both sides (-y). The ratio is skb over C: lower is better.",
+			Shows:   "one request in flight; blocking receive on both sides, then busy-polling on both sides (-y). The ratio is skb over C: lower is better. The Go raw variant makes C's busy-poll system calls from Go without skb (x/sys/unix, RawSyscall6): the floor a Go program starts from.",
 			Metrics: []Metric{mP50, mP99, mMean},
 			variants: func(e *env) []variant {
 				p50 := map[string]Target{mP50.Name: {Max: 1.05}}
@@ -252,6 +252,9 @@ func catalog() []Experiment {
 					{name: "skb blocking", ref: "C blocking", run: s(blockIters, false), targets: p50},
 					{name: "C busy-poll", run: c(busyIters, true)},
 					{name: "skb busy-poll", ref: "C busy-poll", run: s(busyIters, true), targets: p50},
+					{name: "Go raw syscalls busy-poll", ref: "C busy-poll", run: func(ctx context.Context, e *env) (sample, error) {
+						return rawPingRun(ctx, e, busyIters)
+					}},
 				}
 			},
 		},

@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawPingRun runs the C reference's busy-poll ping-pong in Go without skb,
+// as the floor of what Go gets from the same system calls: on loopback, a
+// server goroutine on the receiver CPU spins on recvfrom(MSG_DONTWAIT) and
+// answers each datagram with sendto to its source; a client goroutine on
+// the sender CPU sends a 64-byte request with send on its connected
+// socket, spins on recv(MSG_DONTWAIT) for the answer, and times the round
+// trip from just before the send to just after the recv, warmup round trips
+// first (n/10, at most 1000), as pingpong.c does. Both calls go straight to
+// the kernel (RawSyscall6: no scheduler bookkeeping), into one buffer each.
+// The percentiles are taken as C takes them (sorted, element n*q).
+func rawPingRun(ctx context.Context, e *env, iters int) (sample, error) {
+	srv, err := rawUDP(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(srv)
+	sa, err := unix.Getsockname(srv)
+	if err != nil {
+		return nil, fmt.Errorf("getsockname: %w", err)
+	}
+	cli, err := rawUDP(sa)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(cli)
+	var stop atomic.Bool
+	started := make(chan struct{})
+	srvDone := pinned(e.receiver, func() {
+		close(started)
+		rawEcho(srv, &stop)
+	})
+	// The server runs before the client starts, which then spins: with
+	// both Ps busy a server not yet scheduled could wait long for one.
+	<-started
+	var rtt []time.Duration
+	var cliErr error
+	<-pinned(e.sender, func() { rtt, cliErr = rawPings(ctx, cli, iters, 4*e.dur+time.Second) })
+	stop.Store(true)
+	<-srvDone
+	if cliErr != nil {
+		return nil, cliErr
+	}
+	if len(rtt) == 0 {
+		return nil, errNoPackets("Go raw ping-pong")
+	}
+	var sum time.Duration
+	for _, d := range rtt {
+		sum += d
+	}
+	slices.Sort(rtt)
+	n := len(rtt)
+	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+	return sample{"p50": us(rtt[n/2]), "p99": us(rtt[n*99/100]), "mean": us(sum / time.Duration(n))}, nil
+}
+
+// rawUDP returns a UDP socket bound to 127.0.0.1 (port chosen by the
+// kernel), connected to peer unless peer is nil.
+func rawUDP(peer unix.Sockaddr) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return -1, fmt.Errorf("socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("bind 127.0.0.1: %w", err)
+	}
+	if peer != nil {
+		if err := unix.Connect(fd, peer); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("connect: %w", err)
+		}
+	}
+	return fd, nil
+}
+
+// rawEcho answers every datagram on fd to its source until stop is set,
+// looking at stop every 64th empty poll.
+func rawEcho(fd int, stop *atomic.Bool) {
+	var buf [2048]byte
+	var from unix.RawSockaddrInet4
+	for spins := 0; ; spins++ {
+		fl := uint32(unsafe.Sizeof(from))
+		n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+			unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&from)), uintptr(unsafe.Pointer(&fl)))
+		if e != 0 {
+			if spins&63 == 0 && stop.Load() {
+				return
+			}
+			continue
+		}
+		unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), n, 0,
+			uintptr(unsafe.Pointer(&from)), uintptr(fl))
+	}
+}
+
+// errRawNoReply is the raw ping-pong's error when a request got no answer.
+var errRawNoReply = errors.New("Go raw ping-pong: no reply")
+
+// rawPings makes warmup plus iters round trips of 64 bytes on the
+// connected socket fd and returns the measured ones' times; it gives up
+// after limit, or when a reply takes over a second or ctx is done.
+func rawPings(ctx context.Context, fd, iters int, limit time.Duration) ([]time.Duration, error) {
+	var buf [2048]byte
+	const size = 64
+	warm := min(iters/10, 1000)
+	rtt := make([]time.Duration, 0, iters)
+	base := time.Now()
+	for i := -warm; i < iters; i++ {
+		t0 := time.Since(base)
+		if t0 > limit || ctx.Err() != nil {
+			break
+		}
+		if _, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), size, 0, 0, 0); e != 0 {
+			return rtt, fmt.Errorf("Go raw ping-pong: send: %w", e)
+		}
+		for spins := 1; ; spins++ {
+			_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+				unix.MSG_DONTWAIT, 0, 0)
+			if e == 0 {
+				break
+			}
+			if e != unix.EAGAIN && e != unix.EINTR {
+				return rtt, fmt.Errorf("Go raw ping-pong: recv: %w", e)
+			}
+			if spins&1023 == 0 && time.Since(base)-t0 > time.Second {
+				return rtt, errRawNoReply
+			}
+		}
+		if t1 := time.Since(base); i >= 0 {
+			rtt = append(rtt, t1-t0)
+		}
+	}
+	return rtt, nil
+}
