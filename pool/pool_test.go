@@ -495,3 +495,70 @@ func TestClosedPool(t *testing.T) {
 	}()
 	p.NewCache()
 }
+
+// TestReuseClearsSharedInfo checks that a buffer handed out again has a
+// cleared shared info, whichever way its last user changed it: Reuse skips
+// the clear only for a block nothing changed since its last allocation.
+func TestReuseClearsSharedInfo(t *testing.T) {
+	p, err := pool.New(pool.Config{Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewCache()
+	defer func() {
+		c.Close()
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	// fresh checks the four buffers the cache hands out next, the last
+	// four freed.
+	fresh := func(what string) {
+		t.Helper()
+		var xs [4]*skb.Buff
+		for i := range xs {
+			x, err := c.Alloc(1500)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.IsGSO() || x.GSOSegs() != 0 || x.GSOType() != 0 || x.NrFrags() != 0 || x.Dataref() != 1 || x.Cloned() {
+				t.Errorf("after %s: a fresh buffer has gso %d/%d/%v, %d frags, dataref %d",
+					what, x.GSOSize(), x.GSOSegs(), x.GSOType(), x.NrFrags(), x.Dataref())
+			}
+			xs[i] = x
+		}
+		for i := len(xs) - 1; i >= 0; i-- {
+			c.Free(xs[i])
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		use  func(x *skb.Buff)
+	}{
+		{"nothing", func(x *skb.Buff) {}},
+		{"SetGSO", func(x *skb.Buff) { x.SetGSO(1400, 10, skb.GSOUDPL4) }},
+		{"Clone", func(x *skb.Buff) {
+			c.Free(c.Clone(x))
+		}},
+		{"Copy", func(x *skb.Buff) {
+			x.SetGSO(1000, 3, skb.GSOTCPv4)
+			y, err := x.Copy(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Free(y)
+			x.SetGSO(0, 0, 0)
+		}},
+		{"SetDestructor", func(x *skb.Buff) { x.SetDestructor(func(*skb.Buff) {}) }},
+	} {
+		x, err := c.Alloc(1500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Put(100)
+		tc.use(x)
+		c.Free(x)
+		fresh(tc.name)
+		fresh(tc.name + ", then nothing")
+	}
+}

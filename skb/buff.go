@@ -198,18 +198,24 @@ const (
 // per header (an AF_XDP receiver cycling through thousands of posted
 // frames takes each as a cache miss).
 type Buff struct {
-	head   []byte
-	data   uint32
-	tail   uint32
-	end    uint32
-	state  uint8
-	class  uint8 // shinfo.class, kept here so that a fast free reads no line of the shared info
-	shinfo *Shared
-	home   Recycler
-	m      meta
-	next   *Buff
-	cb     [CBSize]byte
-	_      [buffPad]byte
+	head  []byte
+	data  uint32
+	tail  uint32
+	end   uint32
+	state uint8
+	class uint8 // shinfo.class, kept here so that a fast free reads no line of the shared info
+	// shClean says that shinfo is as Reuse leaves it (GSO fields and frag
+	// count zero, dataref 1, no frag list or destructor), so that Reuse
+	// need not write its line again: set by Reuse, cleared by every change
+	// to the shared info made through this header, by a slow free and by
+	// pairing with another block.
+	shClean bool
+	shinfo  *Shared
+	home    Recycler
+	m       meta
+	next    *Buff
+	cb      [CBSize]byte
+	_       [buffPad]byte
 }
 
 // buffPad pads a Buff to three cache lines.
@@ -268,6 +274,7 @@ func (b *Buff) Attach(s *Shared) {
 func (b *Buff) setShared(s *Shared) {
 	b.shinfo = s
 	b.class = s.class
+	b.shClean = false
 }
 
 // Detach returns the data block paired with the free header b. For allocators
@@ -279,13 +286,21 @@ func (b *Buff) Detach() *Shared { return b.shinfo }
 // dataref set to 1, headroom bytes reserved and no data (seed 003: __alloc_skb
 // and skb_recycle). Packet data is not zeroed. For allocators only: it panics
 // if b is in use or headroom does not fit.
+//
+// A buffer last freed by the fast path (ReleasePlain) whose shared info
+// nothing changed since its last Reuse still has it cleared: Reuse then
+// leaves that cache line alone, which spares a receive ring cycling
+// through thousands of buffers a store miss per packet.
 func (b *Buff) Reuse(headroom int) {
 	if b.state != stateFree || uint(headroom) > uint(b.end) {
 		panic(misuse{b, opReuse, headroom, 0})
 	}
-	s := b.shinfo
-	s.hot = sharedHot{}
-	s.dataref = 1
+	if !b.shClean {
+		s := b.shinfo
+		s.hot = sharedHot{}
+		s.dataref = 1
+		b.shClean = true
+	}
 	b.m = meta{}
 	b.data = uint32(headroom)
 	b.tail = uint32(headroom)
@@ -449,6 +464,7 @@ func (b *Buff) Trim(n int) {
 // destructor, or that its block belongs to another allocator than its header,
 // so that releasing it takes the slow path.
 func (b *Buff) markExtra() {
+	b.shClean = false
 	if b.state == stateLive {
 		b.state = stateLiveExtra
 	}

@@ -93,6 +93,7 @@ func (b *Buff) releaseSlow(r Recycler) *Shared {
 	}
 	cloned := b.state == stateCloned
 	b.state = stateFree
+	b.shClean = false
 	s := b.shinfo
 	if cloned && atomic.AddInt32(&s.dataref, -1) != 0 {
 		return nil

@@ -209,6 +209,7 @@ func (b *Buff) SetGSO(size, segs int, t GSOType) {
 		panic(fmt.Sprintf("skb: gso_size %d gso_segs %d out of range", size, segs))
 	}
 	b.writableShinfo("set gso")
+	b.shClean = false
 	h := &b.shinfo.hot
 	h.gsoSize, h.gsoSegs, h.gsoType = uint16(size), uint16(segs), t
 }

@@ -45,6 +45,7 @@ func (b *Buff) CloneInto(n *Buff) {
 	}
 	atomic.AddInt32(&b.shinfo.dataref, 1)
 	b.state = stateCloned
+	b.shClean = false
 	n.m = b.m
 	n.cb = b.cb
 	n.next = nil
@@ -87,6 +88,7 @@ func (b *Buff) CopyExpand(a Allocator, headroom, tailroom int) (*Buff, error) {
 	b.copyBits(0, n.Put(int(b.m.len)))
 	copyHeader(n, b, headroom-int(b.data))
 	copyGSO(s, b.shinfo)
+	n.shClean = false
 	return n, nil
 }
 
@@ -129,6 +131,7 @@ func (b *Buff) PskbCopy(a Allocator) (*Buff, error) {
 	copyHeader(n, b, 0)
 	n.m.len, n.m.dataLen = b.m.len, b.m.dataLen
 	copyGSO(s, bs)
+	n.shClean = false
 	return n, nil
 }
 
@@ -337,6 +340,7 @@ func (b *Buff) pullTail(a Allocator, delta int) error {
 	}
 	clear(s.frags[k:s.hot.nrFrags])
 	s.hot.nrFrags = uint8(k)
+	b.shClean = false
 	for rem > 0 {
 		c := s.fragList
 		if c.m.len <= rem {
@@ -415,6 +419,7 @@ func (b *Buff) PskbTrim(a Allocator, n int) error {
 	}
 	clear(s.frags[k:s.hot.nrFrags])
 	s.hot.nrFrags = uint8(k)
+	b.shClean = false
 	p := &s.fragList
 	for c := s.fragList; c != nil; {
 		next := c.next
@@ -520,6 +525,7 @@ func (b *Buff) CopyHeader(old *Buff) {
 	b.writableShinfo("copy header")
 	copyHeader(b, old, int(b.data)-int(old.data))
 	copyGSO(b.shinfo, old.shinfo)
+	b.shClean = false
 }
 
 // copyHeader copies old's metadata into n (skb_copy_header), keeping n's
