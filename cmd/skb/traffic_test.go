@@ -549,6 +549,15 @@ func TestLinkLayerCLI(t *testing.T) {
 		if num(gr, "packets") != 500 || num(sr, "packets") != 500 {
 			t.Errorf("pktgen %v\nsink %v", gr, sr)
 		}
+		// UDP checksum 0 ("none" over IPv4): B's stack takes the frames.
+		sink = startBg(t, l.B.Cmd(bin, "sink", "--json", "--listen", "198.18.0.2:9000", "-n", "500", "-t", "10s"))
+		time.Sleep(200 * time.Millisecond)
+		_, gr = ndjson(t, run(&l.A, "pktgen", "--dev", "afxdp:"+l.A.Ifname, "--dst", "198.18.0.2:9000", "-n", "500", "-r", "20000",
+			"-b", "8", "--no-udp-csum", "--json"))
+		_, sr = ndjson(t, sink.wait(t))
+		if num(gr, "packets") != 500 || num(sr, "packets") != 500 {
+			t.Errorf("--no-udp-csum: pktgen %v\nsink %v", gr, sr)
+		}
 	})
 	t.Run("too big", func(t *testing.T) {
 		// The limits the drivers keep (MTU 1500): an untagged frame of
@@ -573,6 +582,7 @@ func TestLinkLayerCLI(t *testing.T) {
 			// A veth allocates a queue per CPU and uses one.
 			{[]string{"pktgen", "--dev", devX + ":1", "-n", "1"}, fmt.Sprintf("skb: pktgen: --dev %s:1: %s has 1 transmit queue: give a queue from 0 to 0", devX, l.A.Ifname)},
 			{[]string{"sink", "--dev", devX + ":1"}, fmt.Sprintf("skb: sink: --dev %s:1: %s has 1 queue: give a queue from 0 to 0", devX, l.A.Ifname)},
+			{[]string{"pktgen", "--no-udp-csum", "-n", "1"}, "skb: pktgen: --no-udp-csum is for the link-layer devices (afpacket, afxdp), which write the UDP header themselves, not --dev udp\n"},
 		} {
 			if tc.args[0] == "pktgen" {
 				tc.args = append(tc.args, "--dst", "198.18.0.2:9000")
