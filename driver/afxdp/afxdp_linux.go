@@ -667,11 +667,22 @@ func (d *Device) reap() {
 	cq.Release()
 }
 
-// refill posts free UMEM frames from the cache to the fill ring, as many as
-// it has room for, and wakes the kernel if it asks.
+// refill posts free UMEM frames from the cache to the fill ring until the
+// kernel holds a fill ring's worth (fill and rx rings together), and wakes
+// the kernel if it asks.
 func (d *Device) refill() {
 	fq := &d.sock.Fill
-	room := fq.Free(fq.Size())
+	// The kernel holds at most a fill ring's worth of buffers, in the fill
+	// and rx rings together, as a C receiver that gives back each frame it
+	// took: topping the fill ring up for frames still waiting in the rx
+	// ring would put up to twice that in flight, double the buffers whose
+	// cache lines a receiver cycles through, and hand the refill cold
+	// buffers instead of the ones its handler just freed.
+	want := int(fq.Size()) - d.posted
+	if want <= 0 {
+		return
+	}
+	room := fq.Free(uint32(want))
 	k := uint32(0)
 	for ; k < room; k++ {
 		b, err := d.cache.Alloc(d.allocSize)
