@@ -64,6 +64,18 @@ func BenchmarkParseFrame(b *testing.B) {
 			}
 			reportPPS(b)
 		})
+		b.Run(fr.name+"/into", func(b *testing.B) {
+			b.SetBytes(int64(len(fr.b)))
+			b.ReportAllocs()
+			var f Frame
+			for b.Loop() {
+				if err := ParseFrameInto(fr.b, &f); err != nil {
+					b.Fatal(err)
+				}
+				benchSink += uint16(f.PayloadOffset)
+			}
+			reportPPS(b)
+		})
 	}
 	for _, n := range benchSizes {
 		frame := udpFrame(b, udp4Frame(), n-42)

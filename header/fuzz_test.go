@@ -490,6 +490,11 @@ func FuzzParseFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := ParseFrame(b)
 		checkFrame(t, b, fr, err, EthernetHeaderLen)
+		// Into a Frame left over from another packet: the same result.
+		into := Frame{NetworkOffset: 7, TransportOffset: 9, PayloadOffset: 11, End: 13, EtherType: 1, VLANProto: 2, VLANTCI: 3, Protocol: 4, Fragment: true}
+		if ierr := ParseFrameInto(b, &into); into != fr || ierr != err {
+			t.Fatalf("ParseFrameInto gave %+v, %v; ParseFrame %+v, %v", into, ierr, fr, err)
+		}
 		if err == nil {
 			g := gpParseSafe(b)
 			if g != nil && g.err == nil && !g.truncated {
@@ -503,13 +508,20 @@ func FuzzParseFrame(f *testing.F) {
 		// Only the first k bytes linear, as in a head-split buffer: the
 		// same result, or the headers are reported beyond the linear data.
 		for k := range min(len(b), 160) {
-			checkSplit(t, b, k, fr, err0(ParseFrame(b)), parseFrame)
+			checkSplit(t, b, k, fr, err0(ParseFrame(b)), parseFrameValue)
 			checkSplit(t, b, k, pk, err0(ParsePacket(b)), parsePacket)
 		}
 	})
 }
 
 func err0(_ Frame, err error) error { return err }
+
+// parseFrameValue is parseFrame returning its Frame, as checkSplit calls it.
+func parseFrameValue(b []byte, total int) (Frame, error) {
+	var f Frame
+	err := parseFrame(b, total, &f)
+	return f, err
+}
 
 func checkSplit(t *testing.T, b []byte, k int, want Frame, wantErr error, parse func([]byte, int) (Frame, error)) {
 	t.Helper()

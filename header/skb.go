@@ -128,7 +128,8 @@ func FinishChecksumBuff(b *skb.Buff, a skb.Allocator) error {
 // error b is unchanged. ParseFrameBuff does not take ownership of b and does
 // not allocate.
 func ParseFrameBuff(b *skb.Buff) (Frame, error) {
-	f, err := parseFrame(b.Data(), b.Len())
+	var f Frame
+	err := parseFrame(b.Data(), b.Len(), &f)
 	if err == nil {
 		setHeaders(b, &f)
 	}

@@ -75,6 +75,7 @@ type echoer struct {
 	res     EchoResult
 	stop    bool
 	handler netdev.Handler
+	frame   header.Frame // the request being answered, parsed in place
 }
 
 // Echo answers every request dev receives by sending the very buffer back
@@ -158,8 +159,8 @@ func (e *echoer) reflect(b *skb.Buff) (int, bool) {
 		}
 	}
 	data := b.Data()
-	f, err := header.ParseFrame(data)
-	if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment {
+	f := &e.frame
+	if err := header.ParseFrameInto(data, f); err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment {
 		return 0, false
 	}
 	u := header.UDP(data[f.TransportOffset:])
@@ -184,7 +185,7 @@ func (e *echoer) reflect(b *skb.Buff) (int, bool) {
 		}
 		data = b.Data()
 	}
-	reflectUDP(data, &f)
+	reflectUDP(data, f)
 	if b.IPSummed() != skb.ChecksumPartial {
 		// A frame the sender's kernel left CHECKSUM_PARTIAL (a veth with
 		// transmit checksumming) holds only the pseudo-header sum, and a
@@ -192,7 +193,7 @@ func (e *echoer) reflect(b *skb.Buff) (int, bool) {
 		// the checksum, so that the answer is valid whatever came in. A
 		// device that marks the frame partial (AF_PACKET) completes it
 		// itself at Xmit.
-		fillUDPChecksum(data, &f)
+		fillUDPChecksum(data, f)
 	}
 	return plen, true
 }

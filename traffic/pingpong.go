@@ -123,6 +123,7 @@ type pinger struct {
 	t0, t1   time.Duration // the measured request's Xmit and its reply's hand-over
 	stray    uint64
 	scratch  [StampLen]byte
+	frame    header.Frame // the reply being examined, parsed in place
 	handler  netdev.Handler
 	clk      clock
 }
@@ -248,7 +249,8 @@ func (p *pinger) handle(b *skb.Buff) {
 	data := b.Data()
 	off := 0
 	if p.link {
-		f, err := header.ParseFrame(data)
+		f := &p.frame
+		err := header.ParseFrameInto(data, f)
 		if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP ||
 			header.UDP(data[f.TransportOffset:]).DestinationPort() != p.cfg.Frame.SourcePort {
 			p.stray++

@@ -176,6 +176,7 @@ type Sink struct {
 	other   uint64
 	nostamp uint64
 	scratch [StampLen]byte
+	frame   header.Frame // the frame being counted, parsed in place
 
 	clk   clock
 	now   time.Duration // clock of the current Poll, read at its first packet
@@ -257,7 +258,8 @@ func (s *Sink) handle(b *skb.Buff) {
 	plen := n
 	if s.cfg.Link {
 		data := b.Data()
-		f, err := header.ParseFrame(data)
+		f := &s.frame
+		err := header.ParseFrameInto(data, f)
 		if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment {
 			s.other++
 			s.cache.Free(b)

@@ -74,9 +74,10 @@ type Device struct {
 	group    uint16
 	ownPool  *pool.Pool
 	cache    *pool.Cache
-	extraHR  int // headroom reserved beyond the cache's
-	cbreak   int // copybreak threshold (0: off)
-	fullSize int // buffer size for frames at or above the threshold
+	extraHR  int          // headroom reserved beyond the cache's
+	cbreak   int          // copybreak threshold (0: off)
+	parsed   header.Frame // the frame being received, parsed in place
+	fullSize int          // buffer size for frames at or above the threshold
 
 	// state counts the owner's calls in progress (in units of 2) and has bit
 	// 0 set once Close began: Close waits for the count to drain before it

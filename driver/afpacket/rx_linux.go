@@ -175,7 +175,8 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 		copy(dst, src)
 	}
 	b.ResetMacHeader()
-	f, perr := header.ParseFrame(dst)
+	f := &d.parsed
+	perr := header.ParseFrameInto(dst, f)
 	if perr != nil && d.cfg.DropMalformed {
 		d.cache.Free(b)
 		d.ctr.RxDrop(netdev.DropMalformed, 1)
