@@ -50,6 +50,24 @@ func newLabEnv() (*labEnv, error) {
 
 func (le *labEnv) close() error { return le.l.Close() }
 
+// threaded turns threaded NAPI on for B's veth and pins its kernel thread
+// to the receiver CPU, as the C references were measured ("threaded on
+// CPU 1"): left to the scheduler it sometimes runs on the sender's CPU,
+// and that run's rate halves, for C and skb alike. The caller turns it
+// off.
+func (le *labEnv) threaded(e *env) error {
+	if err := le.l.SetThreaded(true); err != nil {
+		return err
+	}
+	if e.receiver >= 0 {
+		if _, err := le.l.PinNAPI(e.receiver); err != nil {
+			le.l.SetThreaded(false)
+			return err
+		}
+	}
+	return nil
+}
+
 // errNoLab is the error of a lab variant run without a lab.
 var errNoLab = fmt.Errorf("%w: no lab (run with --lab)", ErrConfig)
 
@@ -189,7 +207,7 @@ func afxdpRun(threaded bool) func(context.Context, *env) (sample, error) {
 		}
 		defer rx.Close()
 		if threaded {
-			if err := le.l.SetThreaded(true); err != nil {
+			if err := le.threaded(e); err != nil {
 				return nil, err
 			}
 			defer le.l.SetThreaded(false)
@@ -286,7 +304,7 @@ func cXsk(ctx context.Context, e *env, le *labEnv, threaded bool) (sample, error
 	defer recv.stop()
 	if threaded {
 		// veth has NAPI once the XDP program is attached: now.
-		if err := le.l.SetThreaded(true); err != nil {
+		if err := le.threaded(e); err != nil {
 			return nil, err
 		}
 		defer le.l.SetThreaded(false)

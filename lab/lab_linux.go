@@ -128,6 +128,9 @@ func (l *Lab) Release() error {
 // Host.SetThreaded does.
 func (l *Lab) SetThreaded(on bool) error { return l.B.SetThreaded(on) }
 
+// PinNAPI pins side B's NAPI kernel threads to cpu, as Host.PinNAPI does.
+func (l *Lab) PinNAPI(cpu int) (int, error) { return l.B.PinNAPI(cpu) }
+
 // SetOffloads sets GRO, TSO and transmit checksumming on both veth ends, as
 // Host.SetOffloads does; Default leaves a feature as it is.
 func (l *Lab) SetOffloads(gro, tso, txcsum Toggle) error {
@@ -238,6 +241,45 @@ func (h *Host) SetThreaded(on bool) error {
 		return fmt.Errorf("lab: set threaded %s on %s: %w", v, h.Ifname, err)
 	}
 	return nil
+}
+
+// PinNAPI pins the NAPI kernel threads of h's veth end, which exist while
+// threaded NAPI is on, to cpu (sched_setaffinity(2)), and returns how many
+// it pinned. The kernel names each "napi/<ifname>-<napi id>" (cut to 15
+// bytes, the length of a task's comm); they are found by that name in
+// /proc. Unpinned, the scheduler may run a NAPI thread on the sender's CPU
+// rather than the receiver's, and a run's rate then halves. It returns an
+// error when there is none (threaded NAPI off) or one cannot be pinned.
+func (h *Host) PinNAPI(cpu int) (int, error) {
+	want := "napi/" + h.Ifname + "-"
+	if len(want) > 15 {
+		want = want[:15]
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("lab: pin NAPI of %s: %w", h.Ifname, err)
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	n := 0
+	for _, e := range ents {
+		pid := 0
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid <= 0 {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(comm)), want) {
+			continue
+		}
+		if err := unix.SchedSetaffinity(pid, &set); err != nil {
+			return n, fmt.Errorf("lab: pin NAPI thread %d of %s to CPU %d: %w", pid, h.Ifname, cpu, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("lab: pin NAPI of %s: no NAPI thread (threaded NAPI is off)", h.Ifname)
+	}
+	return n, nil
 }
 
 // Threaded reads back whether threaded NAPI is on for h's veth end. A sysfs

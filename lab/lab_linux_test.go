@@ -441,6 +441,20 @@ func TestThreaded(t *testing.T) {
 		}
 	}
 	udpAcross(t, &l.A, &l.B, l.B.Addr, 2)
+	// Threaded on: B's NAPI thread can be pinned; off, there is none.
+	if err := l.SetThreaded(true); err != nil {
+		t.Fatal(err)
+	}
+	cpu := runtime.NumCPU() - 1
+	if n, err := l.PinNAPI(cpu); err != nil || n < 1 {
+		t.Errorf("PinNAPI(%d) = %d, %v; want at least one thread", cpu, n, err)
+	}
+	if err := l.SetThreaded(false); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.PinNAPI(cpu); err == nil {
+		t.Errorf("PinNAPI with threaded NAPI off = %d, nil; want an error", n)
+	}
 	// A has no NAPI (GRO off): the kernel refuses.
 	if err := l.A.SetThreaded(true); !errors.Is(err, lab.ErrNoNAPI) {
 		t.Errorf("SetThreaded on A without GRO = %v, want ErrNoNAPI", err)

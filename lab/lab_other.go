@@ -48,6 +48,9 @@ func (l *Lab) Release() error { return nil }
 // SetThreaded returns an error wrapping errors.ErrUnsupported.
 func (l *Lab) SetThreaded(on bool) error { return unsupported("set threaded") }
 
+// PinNAPI returns an error wrapping errors.ErrUnsupported.
+func (l *Lab) PinNAPI(cpu int) (int, error) { return 0, unsupported("pin NAPI") }
+
 // SetOffloads returns an error wrapping errors.ErrUnsupported.
 func (l *Lab) SetOffloads(gro, tso, txcsum Toggle) error { return unsupported("set offloads") }
 
@@ -64,6 +67,9 @@ func (h *Host) Cmd(name string, args ...string) *exec.Cmd {
 
 // SetThreaded returns an error wrapping errors.ErrUnsupported.
 func (h *Host) SetThreaded(on bool) error { return unsupported("set threaded") }
+
+// PinNAPI returns an error wrapping errors.ErrUnsupported.
+func (h *Host) PinNAPI(cpu int) (int, error) { return 0, unsupported("pin NAPI") }
 
 // Threaded returns an error wrapping errors.ErrUnsupported.
 func (h *Host) Threaded() (bool, error) { return false, unsupported("read threaded") }

@@ -270,9 +270,10 @@ func labListCmd() *cobra.Command {
 
 func labThreadedCmd() *cobra.Command {
 	var name string
+	cpu := -1
 	cmd := &cobra.Command{
-		Use:   "threaded on|off [--name N]",
-		Short: "Turn threaded NAPI on side B's veth on or off",
+		Use:   "threaded on|off [--cpu N] [--name N]",
+		Short: "Turn threaded NAPI on side B's veth on or off, and pin its kernel thread with --cpu",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("lab threaded: want on or off, not %d arguments", len(args))
@@ -283,6 +284,12 @@ func labThreadedCmd() *cobra.Command {
 			t, err := lab.ParseToggle(args[0])
 			if err != nil || t == lab.Default {
 				return fmt.Errorf("lab threaded: want on or off, not %q", args[0])
+			}
+			if cpu >= 0 && t != lab.On {
+				return errors.New("lab threaded: --cpu pins the NAPI thread that \"on\" starts; \"off\" has none")
+			}
+			if cpu < -1 || cpu >= runtime.NumCPU() {
+				return fmt.Errorf("lab threaded: --cpu %d: this machine has CPUs 0 to %d", cpu, runtime.NumCPU()-1)
 			}
 			l, err := lab.Open(name)
 			if err != nil {
@@ -297,10 +304,18 @@ func labThreadedCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "threaded NAPI on %s in %s: %v\n", l.B.Ifname, l.B.NSName, lab.ToggleOf(on))
+			if cpu >= 0 {
+				n, err := l.PinNAPI(cpu)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%d NAPI thread(s) of %s pinned to CPU %d\n", n, l.B.Ifname, cpu)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", labDefaultName, "the lab")
+	cmd.Flags().IntVar(&cpu, "cpu", -1, "pin the NAPI kernel thread(s) to this CPU (the receiver's, so that it never runs on the sender's)")
 	return cmd
 }
 

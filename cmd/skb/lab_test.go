@@ -185,6 +185,9 @@ func TestLabThreaded(t *testing.T) {
 			t.Errorf("threaded %s read back %v, %v", w, on, err)
 		}
 	}
+	if out := mustSkb(t, "lab", "threaded", "on", "--cpu", "0", "--name", name); !strings.Contains(out, "pinned to CPU 0") {
+		t.Errorf("threaded on --cpu 0: %q", out)
+	}
 	mustSkb(t, "lab", "down", "--name", name)
 	labGone(t, name)
 }
@@ -268,6 +271,8 @@ func TestLabBadFlags(t *testing.T) {
 		{"lab", "down", "--name", "x", "--all"},
 		{"lab", "threaded", "maybe"},
 		{"lab", "threaded"},
+		{"lab", "threaded", "off", "--cpu", "0"},
+		{"lab", "threaded", "on", "--cpu", "4096"},
 		{"lab", "up", "--bogus"},
 		{"lab", "up", "--name", ""},
 		{"lab", "up", "--queues", "0"},
