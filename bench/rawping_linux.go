@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -97,8 +98,11 @@ func rawEcho(fd int, stop *atomic.Bool) {
 		n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
 			unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&from)), uintptr(unsafe.Pointer(&fl)))
 		if e != 0 {
-			if spins&63 == 0 && stop.Load() {
-				return
+			if spins&1023 == 0 {
+				if stop.Load() {
+					return
+				}
+				yield()
 			}
 			continue
 		}
@@ -106,6 +110,13 @@ func rawEcho(fd int, stop *atomic.Bool) {
 			uintptr(unsafe.Pointer(&from)), uintptr(fl))
 	}
 }
+
+// yield lets the runtime stop the spinning goroutine now and then: a loop
+// that only makes raw system calls has no point where the runtime can
+// preempt it, and a garbage collection waiting to stop the world would
+// hold the other side of the ping-pong stopped meanwhile (for seconds, in
+// the bench's process).
+func yield() { runtime.Gosched() }
 
 // errRawNoReply is the raw ping-pong's error when a request got no answer.
 var errRawNoReply = errors.New("Go raw ping-pong: no reply")
@@ -136,8 +147,11 @@ func rawPings(ctx context.Context, fd, iters int, limit time.Duration) ([]time.D
 			if e != unix.EAGAIN && e != unix.EINTR {
 				return rtt, fmt.Errorf("Go raw ping-pong: recv: %w", e)
 			}
-			if spins&1023 == 0 && time.Since(base)-t0 > time.Second {
-				return rtt, errRawNoReply
+			if spins&1023 == 0 {
+				if time.Since(base)-t0 > time.Second {
+					return rtt, errRawNoReply
+				}
+				yield()
 			}
 		}
 		if t1 := time.Since(base); i >= 0 {
