@@ -34,8 +34,13 @@
 // Open fills the fill ring completely before it binds. Poll hands each frame
 // of the rx ring to the handler as the very buffer posted for it (no copy;
 // under the copybreak threshold, a copy in the small class, the frame going
-// straight back), then refills the fill ring from the Cache: a frame returns
-// to the kernel once the application frees its buffer. Xmit of a linear
+// straight back), 32 frames at a time, and after each 32 refills the fill
+// ring from the Cache: a frame returns to the kernel once the application
+// frees its buffer. The kernel holds at most a fill ring's worth of buffers,
+// in the fill and rx rings together, as a C receiver that gives back each
+// frame it took: frames still waiting in the rx ring are not replaced
+// before they are taken, which keeps the buffers a receiver cycles through,
+// and their cache lines, to one ring's worth. Xmit of a linear
 // buffer in a UMEM frame of the device's pool puts the frame's address in the
 // tx ring; any other buffer (another pool, the small class, nonlinear, or a
 // frame already in flight through a clone) is copied into a UMEM frame and
