@@ -500,17 +500,8 @@ func TestClosedPool(t *testing.T) {
 // cleared shared info, whichever way its last user changed it: Reuse skips
 // the clear only for a block nothing changed since its last allocation.
 func TestReuseClearsSharedInfo(t *testing.T) {
-	p, err := pool.New(pool.Config{Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := p.NewCache()
-	defer func() {
-		c.Close()
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	c := newPool(t, pool.Config{}).NewCache()
+	defer c.Close()
 	// fresh checks the four buffers the cache hands out next, the last
 	// four freed.
 	fresh := func(what string) {
