@@ -60,7 +60,7 @@ as a shell reports a command a signal ended).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, o) },
 	}
 	fs := cmd.Flags()
-	durationVarP(fs, &o.duration, "duration", "", bench.DefaultDuration, "how long each run of a variant sends (memring runs take a quarter)")
+	durationVarP(fs, &o.duration, "duration", "t", bench.DefaultDuration, "how long each run of a variant sends (memring runs take a quarter)")
 	fs.IntVar(&o.runs, "runs", bench.DefaultRuns, "runs of each variant; the median is reported")
 	fs.StringSliceVar(&o.only, "only", nil, "run only these experiments, comma-separated (see --list)")
 	fs.BoolVar(&o.lab, "lab", false, "add the AF_PACKET and AF_XDP experiments in a lab of two namespaces (needs root)")

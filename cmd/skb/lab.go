@@ -274,6 +274,13 @@ func labThreadedCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "threaded on|off [--cpu N] [--name N]",
 		Short: "Turn threaded NAPI on side B's veth on or off, and pin its kernel thread with --cpu",
+		Long: `threaded turns threaded NAPI on or off on side B's veth, which has NAPI only
+while GRO is on (lab up --threaded turns it on) or an XDP program is attached
+(an AF_XDP receiver is bound); otherwise the kernel refuses the change.
+--cpu N pins the NAPI kernel thread(s) to CPU N, the receiver's, so that the
+scheduler never runs them on the sender's CPU. The pin belongs to the thread:
+when the kernel makes a new one (threaded off and on again, or the last XDP
+program detached and another attached), run threaded on --cpu N again.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("lab threaded: want on or off, not %d arguments", len(args))
@@ -320,6 +327,9 @@ func labThreadedCmd() *cobra.Command {
 }
 
 func labOpenErr(name string, err error) error {
+	if name == "" {
+		return fmt.Errorf("--name \"\": want 1 to %d characters from [A-Za-z0-9_-]", lab.MaxNameLen)
+	}
 	if errors.Is(err, lab.ErrNotFound) {
 		return fmt.Errorf("no lab named %q: make one with `skb lab up --name %s`", name, name)
 	}

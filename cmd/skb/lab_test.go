@@ -272,6 +272,7 @@ func TestLabBadFlags(t *testing.T) {
 		{"lab", "threaded", "maybe"},
 		{"lab", "threaded"},
 		{"lab", "threaded", "off", "--cpu", "0"},
+		{"lab", "threaded", "on", "--name", ""},
 		{"lab", "threaded", "on", "--cpu", "4096"},
 		{"lab", "up", "--bogus"},
 		{"lab", "up", "--name", ""},

@@ -161,6 +161,7 @@ type pktgenResultJSON struct {
 	Burst           int     `json:"burst"`
 	Clone           int     `json:"clone,omitempty"`
 	GSO             bool    `json:"gso"`
+	NoUDPCsum       bool    `json:"no_udp_csum,omitempty"`
 	Rate            float64 `json:"rate,omitempty"`
 	FirstError      string  `json:"first_error,omitempty"`
 	CPUUser         float64 `json:"cpu_user"`
@@ -295,7 +296,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	}
 	j := pktgenResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
 		Errors: r.Errors, Doorbells: r.Doorbells, Queued: r.Queued, Flows: r.Flows, Dev: spec.String(), Dst: dst.String(),
-		IMIX: o.imix, Burst: o.burst, Clone: o.clone, GSO: o.gso, Rate: o.rate, ICMPUnreachable: icmp,
+		IMIX: o.imix, Burst: o.burst, Clone: o.clone, GSO: o.gso, NoUDPCsum: o.noCsum, Rate: o.rate, ICMPUnreachable: icmp,
 		FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps}
 	if o.imix == "" {
 		j.Size = o.size

@@ -555,7 +555,7 @@ func TestLinkLayerCLI(t *testing.T) {
 		_, gr = ndjson(t, run(&l.A, "pktgen", "--dev", "afxdp:"+l.A.Ifname, "--dst", "198.18.0.2:9000", "-n", "500", "-r", "20000",
 			"-b", "8", "--no-udp-csum", "--json"))
 		_, sr = ndjson(t, sink.wait(t))
-		if num(gr, "packets") != 500 || num(sr, "packets") != 500 {
+		if num(gr, "packets") != 500 || num(sr, "packets") != 500 || gr["no_udp_csum"] != true {
 			t.Errorf("--no-udp-csum: pktgen %v\nsink %v", gr, sr)
 		}
 	})
