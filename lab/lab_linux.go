@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -263,8 +264,8 @@ func (h *Host) PinNAPI(cpu int) (int, error) {
 	set.Set(cpu)
 	n := 0
 	for _, e := range ents {
-		pid := 0
-		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid <= 0 {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
 			continue
 		}
 		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
