@@ -49,6 +49,8 @@ type rxq struct {
 
 	calls uint32 // receive calls made, for tickDrops
 
+	slot0 []byte // the room of the buffer posted in slot 0, where a probe receives
+
 	timeo time.Duration // SO_RCVTIMEO now set (Wait); -1 none set
 }
 
@@ -125,17 +127,45 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 			continue
 		}
 		want := min(budget-done, len(r.bufs))
-		var err error
 		if want == 1 || r.sparse {
-			if _, err = d.recvOne(unix.MSG_DONTWAIT); err == nil {
+			var ok bool
+			var e unix.Errno
+			if d.gro {
+				ok, e = d.recvOne(unix.MSG_DONTWAIT)
+			} else {
+				// recvOne's probe, made from here: after a system call
+				// every frame around it costs a mispredicted return (see
+				// mmsg.RecvfromNow), and a busy-polling caller probes an
+				// empty socket millions of times a second. EINTR (not
+				// expected of a call that cannot sleep) counts as
+				// EAGAIN: the caller polls again.
+				p, name, namelen := d.probeSlot()
+				if p == nil {
+					return done, errPollNoBuf
+				}
+				var n int
+				n, e = mmsg.RecvfromNow(d.fd, p, unix.MSG_DONTWAIT|unix.MSG_TRUNC, name, namelen)
+				d.tickDrops()
+				switch e {
+				case 0:
+					ok = d.probedOne(n, len(p))
+				case unix.EINTR:
+					e = unix.EAGAIN
+				}
+			}
+			switch {
+			case ok:
 				// One in flight: hand it over and return (the caller
 				// answers it); the next call asks for a batch.
 				r.drained, r.sparse = true, false
+			case e == unix.EAGAIN:
+				return done, nil
+			case e == 0:
+				return done, errPollNoBuf
+			default:
+				return done, d.rxError(e)
 			}
-		} else {
-			_, err = d.recv(want, unix.MSG_DONTWAIT)
-		}
-		if err != nil {
+		} else if _, err := d.recv(want, unix.MSG_DONTWAIT); err != nil {
 			if err == unix.EAGAIN {
 				break
 			}
@@ -193,47 +223,96 @@ func (d *Device) recv(n, flags int) (int, error) {
 // recvmsg(2), or without GRO and without sleeping with recvfrom(2) through
 // RawSyscall, the cheapest receive the kernel has (no msghdr to copy in, no
 // iovec array), which a busy-polling loop probes with. On a connected
-// socket it asks for no address: the source can only be Remote.
-func (d *Device) recvOne(flags int) (int, error) {
+// socket it asks for no address: the source can only be Remote. It returns
+// whether a datagram came and the call's errno (0 when one came); ok false
+// with errno 0 means that the pool had no buffer to post. The errno is
+// not made an error here: a busy-polling Poll probes an empty socket
+// millions of times a second, and compares it with EAGAIN as an integer.
+// (Poll makes that probe itself, as probeSlot and probed show.)
+func (d *Device) recvOne(flags int) (ok bool, e unix.Errno) {
+	if flags&unix.MSG_DONTWAIT != 0 && !d.gro {
+		p, name, namelen := d.probeSlot()
+		if p == nil {
+			return false, 0
+		}
+		n, e := mmsg.RecvfromNow(d.fd, p, unix.MSG_DONTWAIT|unix.MSG_TRUNC, name, namelen)
+		for e == unix.EINTR {
+			n, e = mmsg.RecvfromNow(d.fd, p, unix.MSG_DONTWAIT|unix.MSG_TRUNC, name, namelen)
+		}
+		return d.probed(n, e, len(p)), e
+	}
 	r := &d.rx
 	if d.post(1) == 0 {
-		return 0, errPollNoBuf
+		return false, 0
 	}
 	h := &r.batch.Hdrs[0]
 	var n int
-	var err error
 	for {
-		switch {
-		case flags&unix.MSG_DONTWAIT != 0 && !d.gro:
-			p := r.bufs[0].Head()[d.headroom : d.headroom+r.recvSize]
-			if d.connected {
-				if n, err = mmsg.RecvfromNow(d.fd, p, flags|unix.MSG_TRUNC, nil, nil); err == nil {
-					h.Hdr.Namelen = 0
-				}
-			} else {
-				n, err = mmsg.RecvfromNow(d.fd, p, flags|unix.MSG_TRUNC, &r.batch.Names[0], &h.Hdr.Namelen)
-			}
-			if err == nil && n > len(p) {
-				h.Hdr.Flags = unix.MSG_TRUNC
-				n = len(p)
-			}
-		case flags&unix.MSG_DONTWAIT != 0:
-			n, err = mmsg.RecvmsgNow(d.fd, &h.Hdr, flags)
-		default:
-			n, err = mmsg.Recvmsg(d.fd, &h.Hdr, flags)
+		if flags&unix.MSG_DONTWAIT != 0 {
+			n, e = mmsg.RecvmsgNow(d.fd, &h.Hdr, flags)
+		} else {
+			n, e = mmsg.Recvmsg(d.fd, &h.Hdr, flags)
 		}
-		if err != unix.EINTR {
+		if e != unix.EINTR {
 			break
 		}
 	}
 	d.tickDrops()
-	if err != nil {
-		return 0, err
+	if e != 0 {
+		return false, e
 	}
-	h.Len = uint32(n)
+	d.pendOne(n)
+	return true, 0
+}
+
+// probeSlot posts a buffer in slot 0 and returns where a recvfrom(2) probe
+// receives: the buffer's room, and the slot's address and its length for
+// an unconnected socket (nil for a connected one, whose source can only be
+// Remote). p is nil when the pool had no buffer. A probe that found
+// nothing leaves slot 0 as it was: the next one calls post for nothing.
+func (d *Device) probeSlot() (p []byte, name *unix.RawSockaddrInet6, namelen *uint32) {
+	r := &d.rx
+	if (r.posted == 0 || r.prepared == 0 || r.dirty != 0) && d.post(1) == 0 {
+		return nil, nil, nil
+	}
+	if !d.connected {
+		name, namelen = &r.batch.Names[0], &r.batch.Hdrs[0].Hdr.Namelen
+	}
+	return r.slot0, name, namelen
+}
+
+// probed finishes a recvfrom probe into probeSlot's room of size bytes that
+// returned n and errno e: it counts the call and, when a datagram came
+// (reported true), makes it pending in slot 0, cut to size with MSG_TRUNC
+// when it was longer.
+func (d *Device) probed(n int, e unix.Errno, size int) bool {
+	d.tickDrops()
+	if e != 0 {
+		return false
+	}
+	return d.probedOne(n, size)
+}
+
+// probedOne is probed for a probe that got a datagram of n bytes.
+func (d *Device) probedOne(n, size int) bool {
+	h := &d.rx.batch.Hdrs[0]
+	if d.connected {
+		h.Hdr.Namelen = 0
+	}
+	if n > size {
+		h.Hdr.Flags = unix.MSG_TRUNC
+		n = size
+	}
+	d.pendOne(n)
+	return true
+}
+
+// pendOne makes the n-byte datagram received in slot 0 pending.
+func (d *Device) pendOne(n int) {
+	r := &d.rx
+	r.batch.Hdrs[0].Len = uint32(n)
 	r.n, r.next, r.off, r.dirty = 1, 0, 0, 1
 	r.drained = false
-	return 1, nil
 }
 
 // post makes slots [0, n) ready for the kernel: a posted buffer in each
@@ -251,7 +330,11 @@ func (d *Device) post(n int) int {
 			break
 		}
 		r.bufs[i] = b
-		r.batch.Set(i, b.Head()[d.headroom:d.headroom+r.recvSize])
+		room := b.Head()[d.headroom : d.headroom+r.recvSize]
+		r.batch.Set(i, room)
+		if i == 0 {
+			r.slot0 = room
+		}
 	}
 	r.posted = max(r.posted, n)
 	if n > r.prepared {
@@ -476,18 +559,18 @@ func (d *Device) spin(timeout time.Duration) error {
 		deadline = time.Now().Add(timeout)
 	}
 	for i := 0; ; i++ {
-		k, err := d.recvOne(unix.MSG_DONTWAIT)
+		ok, e := d.recvOne(unix.MSG_DONTWAIT)
 		if d.closing() {
 			d.rx.discard()
 			return errWaitClosed
 		}
 		switch {
-		case k > 0:
+		case ok:
 			return nil
-		case err == errPollNoBuf:
+		case e == 0:
 			return errWaitNoBuf
-		case err != unix.EAGAIN:
-			return fmt.Errorf("udp: wait: %w", err)
+		case e != unix.EAGAIN:
+			return fmt.Errorf("udp: wait: %w", e)
 		}
 		if timeout == 0 || timeout > 0 && i&15 == 15 && time.Now().After(deadline) {
 			return netdev.ErrTimeout

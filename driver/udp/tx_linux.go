@@ -156,7 +156,13 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 		return errXmitClosed
 	}
 	defer d.exit() // also when a caller's misuse panics below
-	return d.queue(b, d.dst[:d.dstLen], more)
+	name := d.dst[:d.dstLen]
+	if !more && d.sendsAlone(b, name) {
+		// The doorbell of one datagram, rung from here (see sentOne).
+		_, e := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+		return d.sentOne(b, name, e)
+	}
+	return d.queue(b, name, more)
 }
 
 // XmitTo is Xmit to the destination dst, for an unconnected device sending
@@ -178,6 +184,11 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 	if n == 0 {
 		return d.dropOne(b, netdev.DropError, errXmitNoDst)
 	}
+	if !more && d.sendsAlone(b, name[:n]) {
+		// The doorbell of one datagram, rung from here (see sentOne).
+		_, e := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name[:n])
+		return d.sentOne(b, name[:n], e)
+	}
 	return d.queue(b, name[:n], more)
 }
 
@@ -189,7 +200,31 @@ func (d *Device) Flush() error {
 		return errFlushClosed
 	}
 	defer d.exit()
+	if b, name := d.queuedAlone(); b != nil {
+		// The doorbell of one datagram, rung from here (see sentOne).
+		_, e := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+		return d.sentOne(b, name, e)
+	}
 	return d.doorbell()
+}
+
+// queuedAlone takes the queue's only packet off it when it is one linear
+// datagram, which one sendto sends (cheaper in the kernel than a sendmmsg
+// of one message, and no batch to lay out), and returns it with its
+// destination (empty for the connected peer); otherwise it returns nil
+// and leaves the queue alone.
+func (d *Device) queuedAlone() (*skb.Buff, []byte) {
+	t := &d.tx
+	if t.n != 1 {
+		return nil, nil
+	}
+	e := &t.pkts[0]
+	if e.gso != 0 || e.niov != 1 || e.b.IsNonlinear() {
+		return nil, nil
+	}
+	b := e.b
+	e.b, t.n = nil, 0
+	return b, t.names[0][:e.name]
 }
 
 // TxAvail returns how many more packets Xmit can queue before the doorbell
@@ -263,12 +298,25 @@ var errXmitNoBuf = fmt.Errorf("udp: xmit: linearize: %w", pool.ErrExhausted)
 // send buffer is full and the device may wait, once more as a call that
 // sleeps. It frees b and counts the datagram as the doorbell would.
 func (d *Device) sendOne(b *skb.Buff, name []byte) error {
+	_, e := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+	return d.sentOne(b, name, e)
+}
+
+// sentOne finishes sendOne after its first sendto returned errno e: it
+// retries after EINTR, waits for room when the device may, frees b and
+// counts the datagram. Xmit, XmitTo and Flush make that first call
+// themselves when they send one datagram, for the reason Poll makes its
+// own probe.
+func (d *Device) sentOne(b *skb.Buff, name []byte, e unix.Errno) error {
 	n := b.Len()
-	_, err := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
-	for err == unix.EINTR {
-		_, err = mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+	for e == unix.EINTR {
+		_, e = mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
 	}
-	if err == unix.EAGAIN && d.sendFlags&unix.MSG_DONTWAIT == 0 {
+	var err error
+	if e != 0 {
+		err = e
+	}
+	if e == unix.EAGAIN && d.sendFlags&unix.MSG_DONTWAIT == 0 {
 		_, err = mmsg.Sendto(d.fd, b.Data(), d.sendFlags, name)
 		for err == unix.EINTR {
 			_, err = mmsg.Sendto(d.fd, b.Data(), d.sendFlags, name)
@@ -291,6 +339,16 @@ func (d *Device) sendOne(b *skb.Buff, name []byte) error {
 	}
 	d.ctr.TxDrop(r, 1)
 	return fmt.Errorf("udp: sendmmsg: %w", err)
+}
+
+// sendsAlone reports whether Xmit of b to name (empty for the connected
+// peer) with more false may send it at once with one sendto: nothing is
+// queued, and b is one linear, non-empty datagram that fits, with a
+// destination. Anything else goes through the queue and the doorbell.
+func (d *Device) sendsAlone(b *skb.Buff, name []byte) bool {
+	n := b.Len()
+	return d.tx.n == 0 && n > 0 && n <= d.maxDgram && !b.IsNonlinear() && !b.IsGSO() &&
+		(len(name) > 0 || d.connected)
 }
 
 // dropOne drops b before it was queued, counts it, rings the doorbell for
@@ -387,14 +445,10 @@ func (d *Device) doorbell() error {
 	if t.n == 0 {
 		return nil
 	}
-	if e := &t.pkts[0]; t.n == 1 && e.gso == 0 && e.niov == 1 && !e.b.IsNonlinear() {
-		// One linear datagram (Xmit with more false on an empty queue,
-		// or an echo server's answer flushed after its Poll): one sendto,
-		// cheaper in the kernel than a sendmmsg of one message, and no
-		// batch laid out.
-		b := e.b
-		e.b, t.n = nil, 0
-		return d.sendOne(b, t.names[0][:e.name])
+	if b, name := d.queuedAlone(); b != nil {
+		// One linear datagram (a queue that filled up to one, or an
+		// answer flushed after its Poll).
+		return d.sendOne(b, name)
 	}
 	var first error
 	pos := txPos{}
@@ -635,8 +689,8 @@ func (d *Device) sendNow(i, m int) (int, error) {
 	if m-i == 1 && t.msgs[i].simple {
 		j := t.msgs[i].pkt
 		p := &t.pkts[j]
-		if _, err := mmsg.SendtoNow(d.fd, p.b.Data(), unix.MSG_DONTWAIT, t.names[j][:p.name]); err != nil {
-			return 0, err
+		if _, e := mmsg.SendtoNow(d.fd, p.b.Data(), unix.MSG_DONTWAIT, t.names[j][:p.name]); e != 0 {
+			return 0, e
 		}
 		return 1, nil
 	}

@@ -340,12 +340,18 @@ func (d *Device) initBuffers(cfg Config) error {
 // device is closed. exit undoes it and, for the last call out of a closed
 // device, releases the device's resources.
 func (d *Device) enter() bool {
-	if d.state.Add(refOne)&closedBit != 0 {
-		d.exit()
-		return false
+	if d.state.Add(refOne)&closedBit == 0 {
+		return true
 	}
-	return true
+	d.enterFailed()
+	return false
 }
+
+// enterFailed undoes a failed enter; kept out of line so that enter, on
+// every Xmit and Flush, is inlined.
+//
+//go:noinline
+func (d *Device) enterFailed() { d.exit() }
 
 func (d *Device) exit() {
 	if d.state.Add(-refOne) == closedBit {
@@ -357,12 +363,17 @@ func (d *Device) exit() {
 // caller's handler: Close called meanwhile (from the handler, or from
 // another goroutine) does not wait for it.
 func (d *Device) enterPoll() bool {
-	if d.state.Add(refOne+pollOne)&closedBit != 0 {
-		d.exitPoll()
-		return false
+	if d.state.Add(refOne+pollOne)&closedBit == 0 {
+		return true
 	}
-	return true
+	d.enterPollFailed()
+	return false
 }
+
+// enterPollFailed undoes a failed enterPoll, out of line as enterFailed.
+//
+//go:noinline
+func (d *Device) enterPollFailed() { d.exitPoll() }
 
 func (d *Device) exitPoll() {
 	if d.state.Add(-(refOne + pollOne)) == closedBit {

@@ -3,6 +3,7 @@
 package mmsg
 
 import (
+	"net/netip"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -92,5 +93,46 @@ func TestErrnoNotAllocated(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per failed call", allocs)
+	}
+}
+
+// TestProbes sends with SendtoNow, to the connected peer (an empty name,
+// which must reach the kernel as NULL) and to an explicit address, and
+// receives with RecvfromNow, with and without the source address, and
+// probes an empty socket (EAGAIN, -1).
+func TestProbes(t *testing.T) {
+	rx, addr := udpSocket(t)
+	tx, _ := udpSocket(t)
+	if err := unix.Connect(tx, addr); err != nil {
+		t.Fatal(err)
+	}
+	var name [SockaddrMax]byte
+	nl := PutSockaddr(name[:], unix.AF_INET, netip.AddrPortFrom(netip.AddrFrom4(addr.Addr), uint16(addr.Port)))
+	for i, to := range [][]byte{nil, name[:0], name[:nl]} {
+		if n, e := SendtoNow(tx, []byte{byte(i), 2, 3}, unix.MSG_DONTWAIT, to); n != 3 || e != 0 {
+			t.Fatalf("sendto %d (name of %d bytes): %d, %v", i, len(to), n, e)
+		}
+	}
+	buf := make([]byte, 2)
+	var from unix.RawSockaddrInet6
+	for i := range 3 {
+		var n int
+		var e unix.Errno
+		if i == 1 {
+			fl := uint32(unix.SizeofSockaddrInet6)
+			n, e = RecvfromNow(rx, buf, unix.MSG_DONTWAIT|unix.MSG_TRUNC, &from, &fl)
+			if e == 0 && fl != unix.SizeofSockaddrInet4 {
+				t.Errorf("recvfrom %d: source length %d", i, fl)
+			}
+		} else {
+			n, e = RecvfromNow(rx, buf, unix.MSG_DONTWAIT|unix.MSG_TRUNC, nil, nil)
+		}
+		// MSG_TRUNC: the datagram's length, beyond the 2-byte buffer.
+		if n != 3 || e != 0 || buf[0] != byte(i) {
+			t.Fatalf("recvfrom %d: %d, %v, first byte %d", i, n, e, buf[0])
+		}
+	}
+	if n, e := RecvfromNow(rx, buf, unix.MSG_DONTWAIT, nil, nil); n != -1 || e != unix.EAGAIN {
+		t.Fatalf("empty socket: %d, %v, want -1, EAGAIN", n, e)
 	}
 }

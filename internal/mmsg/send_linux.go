@@ -3,6 +3,7 @@
 package mmsg
 
 import (
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -125,18 +126,17 @@ func SendHdrsNow(fd int, hdrs []unix.Mmsghdr, flags int) (int, error) {
 }
 
 // SendtoNow is Sendto for a call that cannot sleep (flags holding
-// MSG_DONTWAIT), through RawSyscall6 as SendHdrsNow.
-func SendtoNow(fd int, p []byte, flags int, name []byte) (int, error) {
-	var bp, np unsafe.Pointer
-	if len(p) > 0 {
-		bp = unsafe.Pointer(&p[0])
-	}
+// MSG_DONTWAIT), entering the kernel without telling the Go scheduler,
+// through the syscall package's RawSyscall6 directly for the reason
+// RecvfromNow gives. It returns the bytes sent and errno 0, or -1 and the
+// errno.
+func SendtoNow(fd int, p []byte, flags int, name []byte) (int, unix.Errno) {
+	var np unsafe.Pointer
 	if len(name) > 0 {
+		// An empty name must reach the kernel as NULL: a pointer with
+		// length 0 is an invalid address (EINVAL), not "no address".
 		np = unsafe.Pointer(&name[0])
 	}
-	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(bp), uintptr(len(p)), uintptr(flags), uintptr(np), uintptr(len(name)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
+	r, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), uintptr(flags), uintptr(np), uintptr(len(name)))
+	return int(r), e
 }
