@@ -296,9 +296,6 @@ func (d *Device) probed(n int, e unix.Errno, size int) bool {
 // probedOne is probed for a probe that got a datagram of n bytes.
 func (d *Device) probedOne(n, size int) bool {
 	h := &d.rx.batch.Hdrs[0]
-	if d.connected {
-		h.Hdr.Namelen = 0
-	}
 	if n > size {
 		h.Hdr.Flags = unix.MSG_TRUNC
 		n = size
@@ -505,10 +502,10 @@ func (d *Device) Src() netip.AddrPort {
 	if r.cur < 0 {
 		return netip.AddrPort{}
 	}
-	if d.connected && r.batch.Hdrs[r.cur].Hdr.Namelen == 0 {
-		// A busy-polling probe of a connected socket skips the address:
-		// the kernel delivers only Remote's datagrams.
-		return d.remote
+	if d.connected {
+		// The kernel delivers a connected socket Remote's datagrams
+		// only (and a busy-polling probe does not ask for the address).
+		return d.remoteSrc
 	}
 	return mmsg.AddrPort(&r.batch.Names[r.cur], r.batch.Hdrs[r.cur].Hdr.Namelen)
 }

@@ -247,13 +247,13 @@ func (d *Device) queue(b *skb.Buff, name []byte, more bool) error {
 			return d.dropOne(b, netdev.DropTooBig, errXmitGSO)
 		}
 		if g := b.GSOSize(); n > g {
-			if g > d.maxDgram {
+			if g > d.maxTo(name) {
 				return d.dropOne(b, netdev.DropTooBig, errXmitTooBig)
 			}
 			gso = g
 		}
 	}
-	if gso == 0 && n > d.maxDgram {
+	if gso == 0 && n > d.maxTo(name) {
 		return d.dropOne(b, netdev.DropTooBig, errXmitTooBig)
 	}
 	if b.IsNonlinear() {
@@ -347,8 +347,20 @@ func (d *Device) sentOne(b *skb.Buff, name []byte, e unix.Errno) error {
 // destination. Anything else goes through the queue and the doorbell.
 func (d *Device) sendsAlone(b *skb.Buff, name []byte) bool {
 	n := b.Len()
-	return d.tx.n == 0 && n > 0 && n <= d.maxDgram && !b.IsNonlinear() && !b.IsGSO() &&
+	return d.tx.n == 0 && n > 0 && n <= d.maxTo(name) && !b.IsNonlinear() && !b.IsGSO() &&
 		(len(name) > 0 || d.connected)
+}
+
+// maxTo returns the largest datagram, in bytes, to the destination name (a
+// struct sockaddr; empty for the connected peer): MaxDatagram4 to an IPv4
+// destination, which on a dual-stack socket is an IPv4-mapped
+// sockaddr_in6, MaxDatagram6 to an IPv6 one.
+func (d *Device) maxTo(name []byte) int {
+	if d.dualStack && len(name) >= unix.SizeofSockaddrInet6 &&
+		netip.AddrFrom16([16]byte(name[8:24])).Is4In6() {
+		return MaxDatagram4
+	}
+	return d.maxDgram
 }
 
 // dropOne drops b before it was queued, counts it, rings the doorbell for

@@ -31,6 +31,7 @@ type Device struct {
 	connected bool
 	local     netip.AddrPort
 	remote    netip.AddrPort
+	remoteSrc netip.AddrPort // remote as Src gives a source: IPv4-mapped as IPv4, no zone
 
 	pool      *pool.Pool
 	ownPool   bool
@@ -137,11 +138,18 @@ func open(cfg Config) (*Device, error) {
 	if d.connected && cfg.Local.IsValid() && !la.IsUnspecified() && la.Unmap().Is4() != ra.Unmap().Is4() {
 		return nil, fmt.Errorf("%w: local %v and remote %v are of different families", ErrConfig, cfg.Local, cfg.Remote)
 	}
+	d.remoteSrc = netip.AddrPortFrom(cfg.Remote.Addr().Unmap().WithZone(""), cfg.Remote.Port())
+	// The largest datagram: by the socket's family, and on a dual-stack
+	// socket by the destination's (see maxTo), which for a connected one is
+	// Remote's. A GSO message keeps to the smaller limit there.
 	d.maxDgram = MaxDatagram6
-	if d.family == unix.AF_INET || d.dualStack {
+	if d.family == unix.AF_INET || d.connected && ra.Is4In6() {
 		d.maxDgram = MaxDatagram4
 	}
 	d.maxGSO = d.maxDgram
+	if d.dualStack {
+		d.maxGSO = MaxDatagram4
+	}
 	switch {
 	case cfg.TxTimeout < 0:
 		d.sendFlags = unix.MSG_DONTWAIT

@@ -597,6 +597,88 @@ func TestDualStack(t *testing.T) {
 	}
 }
 
+// TestSrcConnected checks Src on connected devices: Remote, as a source is
+// given (an IPv4-mapped Remote as IPv4), whether the datagram came by a
+// one-datagram probe or a batch, and still after a Poll or Wait that found
+// nothing ("valid until the next Poll or Wait receives more").
+func TestSrcConnected(t *testing.T) {
+	tx := openT(t, Config{Local: lo4})
+	mapped := netip.AddrPortFrom(netip.AddrFrom16(tx.LocalAddr().Addr().As16()), tx.LocalAddr().Port())
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"ipv4", Config{Local: lo4, Remote: tx.LocalAddr()}},
+		{"dual-stack, mapped remote", Config{Local: netip.MustParseAddrPort("[::]:0"), Remote: mapped}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rx := openT(t, tc.cfg)
+			dst := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), rx.LocalAddr().Port())
+			if err := tx.SetDst(dst); err != nil {
+				t.Fatal(err)
+			}
+			for _, budget := range []int{1, 64, 1} {
+				if err := tx.Xmit(fill(t, tx, 1, 100), false); err != nil {
+					t.Fatal(err)
+				}
+				// Poll until it comes (not Wait, which receives in a batch
+				// call of its own): with budget 1, by the probe.
+				var src netip.AddrPort
+				var n int
+				var err error
+				for end := time.Now().Add(time.Second); n == 0 && err == nil && time.Now().Before(end); {
+					n, err = rx.Poll(budget, func(b *skb.Buff) { src = rx.Src(); rx.Cache().Free(b) })
+				}
+				if n != 1 || err != nil || src != tx.LocalAddr() {
+					t.Fatalf("Poll(%d) = %d, %v: Src %v, want %v", budget, n, err, src, tx.LocalAddr())
+				}
+				rx.Poll(budget, nil) // nothing queued
+				rx.Wait(0)
+				if s := rx.Src(); s != tx.LocalAddr() {
+					t.Fatalf("after Poll(%d) and an empty Poll and Wait: Src %v, want %v", budget, s, tx.LocalAddr())
+				}
+			}
+		})
+	}
+}
+
+// TestDualStackLimits checks the largest datagram of a dual-stack device:
+// MaxDatagram6 to an IPv6 destination, MaxDatagram4 to an IPv4 one (one
+// byte more is ErrTooBig, counted, and nothing is sent).
+func TestDualStackLimits(t *testing.T) {
+	c6, err := net.ListenUDP("udp6", net.UDPAddrFromAddrPort(lo6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c6.Close()
+	c4, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(lo4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c4.Close()
+	d := openT(t, Config{Local: netip.MustParseAddrPort("[::]:0"), SndBuf: 1 << 20})
+	buf := make([]byte, 1<<16)
+	for _, tc := range []struct {
+		conn *net.UDPConn
+		max  int
+	}{{c6, MaxDatagram6}, {c4, MaxDatagram4}} {
+		to := tc.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+		if err := d.XmitTo(fill(t, d, 0, tc.max+1), to, false); !errors.Is(err, netdev.ErrTooBig) {
+			t.Errorf("%d bytes to %v: %v, want ErrTooBig", tc.max+1, to, err)
+		}
+		if err := d.XmitTo(fill(t, d, 0, tc.max), to, false); err != nil {
+			t.Fatalf("%d bytes to %v: %v", tc.max, to, err)
+		}
+		tc.conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if n, _, err := tc.conn.ReadFromUDPAddrPort(buf); n != tc.max || err != nil {
+			t.Fatalf("%v received %d bytes, %v; want %d", to, n, err, tc.max)
+		}
+	}
+	if s := d.Stats(); s.TxDropped[netdev.DropTooBig] != 2 || s.TxPackets != 2 {
+		t.Errorf("tx_packets %d, tx_dropped_too_big %d; want 2 and 2", s.TxPackets, s.TxDropped[netdev.DropTooBig])
+	}
+}
+
 // TestKernelPeer talks to the kernel through a plain net.UDPConn on the
 // other end, in both directions, with GSO on the sending device (the kernel
 // segments) and GRO and busy polling on the receiving one.
