@@ -211,8 +211,9 @@ func (d *Device) Flush() error {
 // queuedAlone takes the queue's only packet off it when it is one linear
 // datagram, which one sendto sends (cheaper in the kernel than a sendmmsg
 // of one message, and no batch to lay out), and returns it with its
-// destination (empty for the connected peer); otherwise it returns nil
-// and leaves the queue alone.
+// destination (empty for the connected peer), which stays valid until the
+// next Xmit; the caller then owns the buffer and must send or free it
+// (sentOne does both). Otherwise it returns nil and leaves the queue alone.
 func (d *Device) queuedAlone() (*skb.Buff, []byte) {
 	t := &d.tx
 	if t.n != 1 {
