@@ -82,9 +82,10 @@ type echoer struct {
 // (Xmit takes it: no copy, no clone, seed 000): to its source with XmitTo on
 // an AddrXmitter, with Xmit on another datagram device, and as a frame with
 // its addresses swapped and its UDP checksum recomputed on a link-layer one
-// (unless the device marked it CHECKSUM_PARTIAL, which its Xmit completes). The answers of one Poll share
-// one doorbell (with a Budget of 1, each answer rings its own at once). It runs on dev's goroutine until its bounds or ctx end it,
-// and returns an error wrapping ErrConfig for an invalid config, or the
+// (unless the device marked it CHECKSUM_PARTIAL, which its Xmit completes).
+// The answers of one Poll share one doorbell (with a Budget of 1, each
+// answer rings its own at once). It runs on dev's goroutine until its
+// bounds or ctx end it, and returns an error wrapping ErrConfig for an invalid config, or the
 // device's error (netdev.ErrClosed when it was closed under the run), with
 // the result so far.
 func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, error) {

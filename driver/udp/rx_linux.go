@@ -228,7 +228,7 @@ func (d *Device) recv(n, flags int) (int, error) {
 // with errno 0 means that the pool had no buffer to post. The errno is
 // not made an error here: a busy-polling Poll probes an empty socket
 // millions of times a second, and compares it with EAGAIN as an integer.
-// (Poll makes that probe itself, as probeSlot and probed show.)
+// (Poll makes the recvfrom probe itself, with probeSlot and probedOne.)
 func (d *Device) recvOne(flags int) (ok bool, e unix.Errno) {
 	if flags&unix.MSG_DONTWAIT != 0 && !d.gro {
 		p, name, namelen := d.probeSlot()
@@ -239,7 +239,11 @@ func (d *Device) recvOne(flags int) (ok bool, e unix.Errno) {
 		for e == unix.EINTR {
 			n, e = mmsg.RecvfromNow(d.fd, p, unix.MSG_DONTWAIT|unix.MSG_TRUNC, name, namelen)
 		}
-		return d.probed(n, e, len(p)), e
+		d.tickDrops()
+		if e != 0 {
+			return false, e
+		}
+		return d.probedOne(n, len(p)), 0
 	}
 	r := &d.rx
 	if d.post(1) == 0 {
@@ -281,19 +285,9 @@ func (d *Device) probeSlot() (p []byte, name *unix.RawSockaddrInet6, namelen *ui
 	return r.slot0, name, namelen
 }
 
-// probed finishes a recvfrom probe into probeSlot's room of size bytes that
-// returned n and errno e: it counts the call and, when a datagram came
-// (reported true), makes it pending in slot 0, cut to size with MSG_TRUNC
-// when it was longer.
-func (d *Device) probed(n int, e unix.Errno, size int) bool {
-	d.tickDrops()
-	if e != 0 {
-		return false
-	}
-	return d.probedOne(n, size)
-}
-
-// probedOne is probed for a probe that got a datagram of n bytes.
+// probedOne finishes a recvfrom probe into probeSlot's room of size bytes
+// that got a datagram of n bytes: it makes it pending in slot 0, cut to
+// size with MSG_TRUNC when it was longer, and reports true.
 func (d *Device) probedOne(n, size int) bool {
 	h := &d.rx.batch.Hdrs[0]
 	if n > size {
