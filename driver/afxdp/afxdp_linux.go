@@ -150,18 +150,9 @@ func (d *Device) open() error {
 		return d.wrap("open", err)
 	}
 	d.ifindex, d.mtu, d.mac = ifi.Index, ifi.MTU, ifi.HardwareAddr
-	if err := d.setupPool(); err != nil {
+	if err := d.setupMem(); err != nil {
 		return err
 	}
-	d.cache = d.p.NewCache()
-	d.uc = d.cache
-	if d.up != d.p {
-		d.uc = d.up.NewCache()
-	}
-	d.rxBufs = make([]*skb.Buff, d.nframes)
-	d.txBufs = make([]*skb.Buff, d.nframes)
-	d.errNoBuf = d.wrap("xmit", pool.ErrExhausted)
-
 	s, err := xsk.NewSocket()
 	if err != nil {
 		return d.wrap("socket", err)
@@ -215,6 +206,23 @@ func (d *Device) open() error {
 		d.wakeFD = fd
 		d.pfds = [2]unix.PollFd{{Fd: int32(s.FD()), Events: unix.POLLIN}, {Fd: int32(fd), Events: unix.POLLIN}}
 	}
+	return nil
+}
+
+// setupMem makes the pools, the caches and the frame tables: everything of
+// the device that lives in user memory.
+func (d *Device) setupMem() error {
+	if err := d.setupPool(); err != nil {
+		return err
+	}
+	d.cache = d.p.NewCache()
+	d.uc = d.cache
+	if d.up != d.p {
+		d.uc = d.up.NewCache()
+	}
+	d.rxBufs = make([]*skb.Buff, d.nframes)
+	d.txBufs = make([]*skb.Buff, d.nframes)
+	d.errNoBuf = d.wrap("xmit", pool.ErrExhausted)
 	return nil
 }
 

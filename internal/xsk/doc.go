@@ -29,6 +29,14 @@
 // other side's index is cached and loaded again only when the cached value
 // says the ring is empty or full, as the kernel's xsk_queue.h does.
 //
+// # Without a kernel
+//
+// NewSim returns a Socket whose rings live in ordinary memory, with a Sim
+// that plays the kernel's receive side: it takes the frames posted to the
+// fill ring in order and produces rx descriptors for them. Tests and
+// benchmarks of a driver's receive path use it with no device, no root and
+// no system call.
+//
 // # What it is not
 //
 // It knows nothing of socket buffers, pools or XDP programs: package
