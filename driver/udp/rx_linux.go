@@ -144,7 +144,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 					return done, errPollNoBuf
 				}
 				var n int
-				n, e = mmsg.RecvfromNow(d.fd, p, unix.MSG_DONTWAIT|unix.MSG_TRUNC, name, namelen)
+				n, e = mmsg.RecvfromNow(d.fd, p, name, namelen)
 				d.tickDrops()
 				switch e {
 				case 0:
@@ -235,9 +235,9 @@ func (d *Device) recvOne(flags int) (ok bool, e unix.Errno) {
 		if p == nil {
 			return false, 0
 		}
-		n, e := mmsg.RecvfromNow(d.fd, p, unix.MSG_DONTWAIT|unix.MSG_TRUNC, name, namelen)
+		n, e := mmsg.RecvfromNow(d.fd, p, name, namelen)
 		for e == unix.EINTR {
-			n, e = mmsg.RecvfromNow(d.fd, p, unix.MSG_DONTWAIT|unix.MSG_TRUNC, name, namelen)
+			n, e = mmsg.RecvfromNow(d.fd, p, name, namelen)
 		}
 		d.tickDrops()
 		if e != 0 {
