@@ -92,7 +92,8 @@ func perr(layer, reason string, err error) *ParseError {
 var (
 	// errLinear: the packet is long enough but the header is not in the
 	// linear data that ParseFrameBuff reads.
-	errLinear = perr("frame", "a header lies past the linear data (pull it in first)", ErrTruncated)
+	errLinear   = perr("frame", "a header lies past the linear data (pull it in first)", ErrTruncated)
+	errFrameFit = perr("frame", "headers do not fit the bytes given (verify a frame parsed without error from them)", ErrTruncated)
 
 	errEthernetShort = perr("ethernet", "frame shorter than 14 bytes", ErrTruncated)
 	errVLANShort     = perr("vlan", "tag shorter than 4 bytes", ErrTruncated)

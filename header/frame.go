@@ -221,7 +221,9 @@ func parseTransport(b []byte, f *Frame, v6 bool) error {
 // transport header was parsed (PayloadOffset not 0), the UDP, TCP, ICMPv4 or
 // ICMPv6 checksum with its pseudo-header. A UDP checksum of 0 means "none"
 // over IPv4 and passes; over IPv6 it fails (RFC 8200 section 8.1). It
-// returns nil or a *ParseError wrapping ErrBadChecksum naming the layer.
+// returns nil or a *ParseError wrapping ErrBadChecksum naming the layer, or
+// one wrapping ErrTruncated when a header f describes does not fit b (f
+// from a parse that failed, or from other bytes).
 // It is the software equivalent of a device's CHECKSUM_UNNECESSARY. It
 // does not allocate.
 func (f *Frame) VerifyChecksum(b []byte) error { return f.verify(b, nil) }
@@ -229,6 +231,9 @@ func (f *Frame) VerifyChecksum(b []byte) error { return f.verify(b, nil) }
 // verify is VerifyChecksum over b, or, when buf is not nil, over buf, whose
 // linear data b is.
 func (f *Frame) verify(b []byte, buf *skb.Buff) error {
+	if !f.fits(b, buf) {
+		return errFrameFit
+	}
 	var pseudoAddrs uint16 // sum of both addresses
 	switch f.EtherType {
 	case EtherTypeIPv4:
@@ -277,6 +282,37 @@ func (f *Frame) verify(b []byte, buf *skb.Buff) error {
 		return bad
 	}
 	return nil
+}
+
+// fits reports whether every header verify reads lies within b (the
+// linear data of buf, when buf is not nil) and the transport segment within
+// the frame's End: true of a Frame parsed without error from these bytes,
+// not always of one from a failed parse or other bytes.
+func (f *Frame) fits(b []byte, buf *skb.Buff) bool {
+	no := f.NetworkOffset
+	switch f.EtherType {
+	case EtherTypeIPv4:
+		if no < 0 || no+IPv4MinHeaderLen > len(b) || no+IPv4(b[no:]).HeaderLen() > len(b) {
+			return false
+		}
+	case EtherTypeIPv6:
+		if no < 0 || no+IPv6HeaderLen > len(b) {
+			return false
+		}
+	default:
+		return true
+	}
+	if f.PayloadOffset == 0 {
+		return true
+	}
+	t, end := f.TransportOffset, len(b)
+	if buf != nil {
+		end = buf.Len()
+	}
+	if t < no || f.PayloadOffset > len(b) || t+UDPHeaderLen > len(b) || f.End > end || t > f.End {
+		return false
+	}
+	return f.Protocol != IPProtoUDP || t+int(UDP(b[t:]).Length()) <= f.End
 }
 
 // sumRange returns Checksum of n bytes from off in b, or in buf when it is

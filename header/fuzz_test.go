@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/gopacket/layers"
@@ -484,6 +485,8 @@ func FuzzParseFrame(f *testing.F) {
 		udpFrame(f, &UDPFrame{VLANProto: EtherTypeQinQ, VLANTCI: 1, SourceIP: ip6a, DestinationIP: ip6b}, 3),
 		ipv6Frame(ipv6WithExt(IPProtoHopByHop, []byte{IPProtoFragment, 0, 1, 4, 0, 0, 0, 0, IPProtoUDP, 0, 0, 8, 0, 0, 0, 1}, 8)),
 		ipv6Frame(ipv6WithExt(IPProtoFragment, []byte{IPProtoTCP, 0, 0, 1, 0, 0, 0, 1}, 20)),
+		// An Ethernet header announcing IPv4 and nothing after it.
+		{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00},
 	} {
 		f.Add(b)
 	}
@@ -502,9 +505,13 @@ func FuzzParseFrame(f *testing.F) {
 			}
 			roundTripUDP(t, b, fr)
 		}
+		// Verifying never panics: not the Frame a failed parse left, not
+		// over shorter bytes, not with a header field changed since.
+		verifyAnyway(t, &fr, b)
 		// The same bytes as a bare IP packet.
 		pk, err := ParsePacket(b)
 		checkFrame(t, b, pk, err, 0)
+		verifyAnyway(t, &pk, b)
 		// Only the first k bytes linear, as in a head-split buffer: the
 		// same result, or the headers are reported beyond the linear data.
 		for k := range min(len(b), 160) {
@@ -515,6 +522,22 @@ func FuzzParseFrame(f *testing.F) {
 }
 
 func err0(_ Frame, err error) error { return err }
+
+// verifyAnyway calls VerifyChecksum on f over b, over b cut short, and
+// over b with its bytes changed, whatever parse gave f: each may fail,
+// none may panic.
+func verifyAnyway(t *testing.T, f *Frame, b []byte) {
+	t.Helper()
+	f.VerifyChecksum(b)
+	for _, k := range []int{0, len(b) / 2, max(0, len(b)-1)} {
+		f.VerifyChecksum(b[:k])
+	}
+	c := slices.Clone(b)
+	for i := range c {
+		c[i] ^= 0xff
+	}
+	f.VerifyChecksum(c)
+}
 
 // parseFrameValue is parseFrame returning its Frame, as checkSplit calls it.
 func parseFrameValue(b []byte, total int) (Frame, error) {
