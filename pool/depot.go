@@ -64,10 +64,15 @@ func (d *pageDepot) init(p *Pool) { d.p = p }
 func (d *pageDepot) pagesPerArena() int { return max(4, hugePageSize/d.p.cfg.PageSize) }
 
 // get returns a free page holding one reference, mapping an arena of pages
-// when none is free.
+// when none is free. It returns ErrClosed once the pool is closed: the check
+// is made under d.mu, which unmapAll takes after Close marks the pool shut, so
+// no arena is mapped after the depot's arenas were unmapped.
 func (d *pageDepot) get() (*skb.Page, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.p.shut.Load() {
+		return nil, ErrClosed
+	}
 	if len(d.free) == 0 {
 		n := d.pagesPerArena()
 		if m := d.p.cfg.MaxPages; m > 0 {
@@ -110,7 +115,8 @@ func (p *Pool) RecyclePage(pg *skb.Page) {
 
 // AllocPage returns a whole page of the page-frag allocator's size with one
 // reference, which the caller owns and drops with Put. Safe for concurrent
-// use. It returns ErrExhausted when pages are bounded and none is free.
+// use. It returns ErrExhausted when pages are bounded and none is free, and
+// ErrClosed after Close.
 func (p *Pool) AllocPage() (*skb.Page, error) { return p.pages.get() }
 
 func (d *pageDepot) unmapAll() error {

@@ -223,7 +223,13 @@ func (p *Pool) classFor(n int) int {
 }
 
 // grow maps one more arena for c and puts its blocks in the depot. c.mu held.
+// It returns ErrClosed once the pool is closed: unmapAll takes c.mu after
+// Close marks the pool shut, so an allocation racing with Close maps no arena
+// that would outlive the unmapping.
 func (p *Pool) grow(c *class) error {
+	if p.shut.Load() {
+		return ErrClosed
+	}
 	n := c.cfg.ArenaBlocks
 	if c.cfg.Contiguous {
 		n = c.cfg.Max
@@ -329,8 +335,8 @@ func (p *Pool) takeOne(size int) (*skb.Buff, int, error) {
 
 // AllocShared returns a data block of at least size bytes, reset with dataref
 // 1 (skb.Allocator). Safe for concurrent use. The caller owns the block and
-// must Build a buffer on it or recycle it. It returns ErrTooBig or
-// ErrExhausted.
+// must Build a buffer on it or recycle it. It returns ErrTooBig,
+// ErrExhausted, or ErrClosed after Close.
 func (p *Pool) AllocShared(size int) (*skb.Shared, error) {
 	h, ci, err := p.takeOne(size)
 	if err != nil {
@@ -369,7 +375,7 @@ func (p *Pool) recyclePair(h *skb.Buff) {
 
 // AllocBuff returns an unused buffer header (skb.Allocator). Safe for
 // concurrent use. The caller owns it and must build or clone into it, or
-// recycle it.
+// recycle it. It returns ErrClosed after Close.
 func (p *Pool) AllocBuff() (*skb.Buff, error) {
 	if p.shut.Load() {
 		return nil, ErrClosed

@@ -488,6 +488,12 @@ func TestClosedPool(t *testing.T) {
 	if _, err := p.AllocBuff(); !errors.Is(err, pool.ErrClosed) {
 		t.Fatalf("AllocBuff after Close: %v", err)
 	}
+	if pg, err := p.AllocPage(); pg != nil || !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("AllocPage after Close: page %p, %v", pg, err)
+	}
+	if st := p.Stats(); st.MappedBytes != 0 || st.Arenas != 0 || st.Pages.Blocks != 0 {
+		t.Fatalf("a closed pool mapped memory: %d bytes in %d arenas, %d pages", st.MappedBytes, st.Arenas, st.Pages.Blocks)
+	}
 	defer func() {
 		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "closed pool") {
 			t.Fatalf("NewCache on a closed pool: %v", r)
