@@ -90,8 +90,9 @@ func (c *Cache) fillClassTab() {
 }
 
 // sizeError returns ErrTooBig for a size past the largest class and panics
-// on a negative one, which is the caller's mistake.
+// on a negative one, which is the caller's mistake, or on a closed cache.
 func (c *Cache) sizeError(size int) error {
+	c.checkOpen()
 	if size < 0 {
 		panic(fmt.Sprintf("pool: alloc of %d bytes", size))
 	}
@@ -105,8 +106,10 @@ func (c *Cache) sizeError(size int) error {
 // ownership. It returns ErrTooBig when no class fits and ErrExhausted when a
 // bounded class is empty; it never blocks. It panics on a negative size and
 // on a closed cache (Cache.Close, or Pool.Close, which closes every cache of
-// its pool): allocating after Close is a use after close, not a condition to
-// handle. Pool.Alloc returns ErrClosed instead.
+// its pool), whatever the size: allocating after Close is a use after close,
+// not a condition to handle. Pool.Alloc returns ErrClosed instead. Every
+// allocation function of a Cache (AllocN, AllocShared, AllocBuff, Clone,
+// AllocFrag) panics on a closed cache in the same way.
 func (c *Cache) Alloc(size int) (*skb.Buff, error) {
 	i := c.class(uint(size) + uint(c.headroom))
 	if i == c.ncls || size < 0 {
@@ -222,9 +225,7 @@ func (c *Cache) FreeN(bs []*skb.Buff) {
 // function that takes ownership. It does not fail.
 func (c *Cache) Clone(b *skb.Buff) *skb.Buff {
 	if len(c.hdrs) == 0 {
-		if c.closed {
-			panic("pool: allocation from a closed cache")
-		}
+		c.checkOpen()
 		c.hdrs = c.p.hdrs.take(c.hdrs, c.size/2)
 		c.hdrSt.misses.inc()
 	}
@@ -323,9 +324,7 @@ func (c *Cache) pushHdr(b *skb.Buff) {
 
 func (c *Cache) popHdr() *skb.Buff {
 	if len(c.hdrs) == 0 {
-		if c.closed {
-			panic("pool: allocation from a closed cache")
-		}
+		c.checkOpen()
 		c.hdrs = c.p.hdrs.take(c.hdrs, c.size/2)
 		c.hdrSt.misses.inc()
 	}
@@ -335,11 +334,19 @@ func (c *Cache) popHdr() *skb.Buff {
 	return b
 }
 
-// refill moves half a stack of class i from the depot.
-func (c *Cache) refill(i int) error {
+// checkOpen panics on a closed cache. Close empties every stack of the cache
+// and drops its frag page, so each allocation from a closed cache reaches a
+// refill or an error path, where checkOpen is called: the fast paths do not
+// test c.closed.
+func (c *Cache) checkOpen() {
 	if c.closed {
 		panic("pool: allocation from a closed cache")
 	}
+}
+
+// refill moves half a stack of class i from the depot.
+func (c *Cache) refill(i int) error {
+	c.checkOpen()
 	cc := &c.cls[i]
 	cc.st.misses.inc()
 	var err error
@@ -361,13 +368,16 @@ func (c *Cache) drain(i int) {
 // offsets are aligned to 64 bytes. It returns the page and the offset of the
 // fragment in it; the caller owns one reference on the page and passes it to
 // skb's AddRxFrag or drops it with Put. It returns ErrTooBig when size exceeds
-// the page size and ErrExhausted when pages are bounded and none is free.
+// the page size and ErrExhausted when pages are bounded and none is free. It
+// panics on a closed cache, as Alloc does.
 func (c *Cache) AllocFrag(size int) (*skb.Page, int, error) {
 	if size <= 0 || size > c.p.cfg.PageSize {
+		c.checkOpen()
 		return nil, 0, ErrTooBig
 	}
 	f := &c.frag
 	if f.page == nil || f.off+size > f.page.Len() {
+		c.checkOpen() // a closed cache holds no page
 		if f.page != nil {
 			f.page.Put()
 			f.page = nil

@@ -471,6 +471,55 @@ func TestClosedCache(t *testing.T) {
 	}
 }
 
+// TestClosedCacheRefuses checks that every allocation entry point of a
+// closed cache panics, whatever the size asked for, and takes nothing from
+// the pool.
+func TestClosedCacheRefuses(t *testing.T) {
+	p := newPool(t, pool.Config{PageSize: 4096})
+	live, err := p.Alloc(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Free()
+	for _, tc := range []struct {
+		name string
+		f    func(c *pool.Cache)
+	}{
+		{"Alloc", func(c *pool.Cache) { c.Alloc(10) }},
+		{"Alloc too big", func(c *pool.Cache) { c.Alloc(p.MaxAlloc() + 1) }},
+		{"AllocN", func(c *pool.Cache) { c.AllocN(make([]*skb.Buff, 4), 10) }},
+		{"AllocN too big", func(c *pool.Cache) { c.AllocN(make([]*skb.Buff, 4), p.MaxAlloc()+1) }},
+		{"AllocShared", func(c *pool.Cache) { c.AllocShared(10) }},
+		{"AllocShared too big", func(c *pool.Cache) { c.AllocShared(pool.LargeSize + 1) }},
+		{"AllocBuff", func(c *pool.Cache) { c.AllocBuff() }},
+		{"Clone", func(c *pool.Cache) { c.Clone(live) }},
+		{"AllocFrag", func(c *pool.Cache) {
+			if pg, _, err := c.AllocFrag(100); err == nil {
+				pg.Put()
+			}
+		}},
+		{"AllocFrag too big", func(c *pool.Cache) { c.AllocFrag(5000) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := p.Stats()
+			c := p.NewCache()
+			c.Close()
+			func() {
+				defer func() {
+					if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "closed cache") {
+						t.Errorf("recovered %v, want the closed cache panic", r)
+					}
+				}()
+				tc.f(c)
+			}()
+			after := p.Stats()
+			if after.InFlight() != before.InFlight() || after.Pages.Allocs != before.Pages.Allocs || after.Pages.InFlight != 0 {
+				t.Errorf("a closed cache handed something out: before %v after %v", before, after)
+			}
+		})
+	}
+}
+
 func TestClosedPool(t *testing.T) {
 	p, err := pool.New(pool.Config{Name: "closed"})
 	if err != nil {
