@@ -505,3 +505,53 @@ func TestZeroAllocs(t *testing.T) {
 		})
 	}
 }
+
+// slowAllocDev is a memring device whose first Alloc takes delay, as a
+// pool filling its cache does on the first request of a run.
+type slowAllocDev struct {
+	*memring.Device
+	delay time.Duration
+	slept bool
+}
+
+func (d *slowAllocDev) Alloc(n int) (*skb.Buff, error) {
+	if !d.slept {
+		d.slept = true
+		time.Sleep(d.delay)
+	}
+	return d.Cache().Alloc(n)
+}
+
+// TestPingPongSpan checks that the span of the measured round trips
+// (Seconds, UsecPerIter, Mbps) starts where the first measured round trip
+// starts, after its request was built: a slow first allocation without a
+// warm-up is in no round trip, so UsecPerIter is at least the mean round
+// trip and, for one round trip, equal to it.
+func TestPingPongSpan(t *testing.T) {
+	for _, iters := range []int{1, 5} {
+		a, b := pair(t, memring.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		srv := make(chan struct{})
+		go func() {
+			Echo(ctx, b, EchoConfig{})
+			close(srv)
+		}()
+		dev := &slowAllocDev{Device: a, delay: 50 * time.Millisecond}
+		r, err := PingPong(context.Background(), dev, PingPongConfig{Iters: iters, Warmup: -1})
+		cancel()
+		<-srv
+		if err != nil || r.Iters != iters {
+			t.Fatalf("%d round trips: %+v, %v", iters, r, err)
+		}
+		mean := float64(r.Mean) / 1e3
+		if r.UsecPerIter < mean-0.01 {
+			t.Errorf("%d round trips: usec/iter %.3f below the mean round trip %.3f us", iters, r.UsecPerIter, mean)
+		}
+		if iters == 1 && math.Abs(r.UsecPerIter-mean) > 0.01 {
+			t.Errorf("1 iter: usec/iter %.3f, want the round trip %.3f us (seconds %v)", r.UsecPerIter, mean, r.Seconds)
+		}
+		if span := time.Duration(r.Seconds * 1e9); span >= dev.delay {
+			t.Errorf("%d round trips: the span %v holds the %v first allocation", iters, span, dev.delay)
+		}
+	}
+}

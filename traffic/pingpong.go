@@ -87,7 +87,8 @@ type PingPongInterval struct {
 // PingPongResult is what a ping-pong run measured, in the terms of
 // ibv_rc_pingpong: Bytes is Size*Iters*2 (each round trip moves the
 // payload both ways), Seconds the time of the measured round trips from
-// the first request to the last reply, Mbps = Bytes*8/Seconds/10^6 and
+// the first request's Xmit (where its round trip's clock starts) to the
+// last reply, Mbps = Bytes*8/Seconds/10^6 and
 // UsecPerIter = Seconds/Iters in microseconds. The percentiles are of the
 // round trip times, each from the request's Xmit to the reply's hand-over
 // by Poll, taken as the C reference takes them (sorted, element n*q).
@@ -319,7 +320,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 	deadline := cfg.Duration
 	total := cfg.Warmup + cfg.Iters
 	var tFirst, tLast time.Duration
-	replied := false
+	started, replied := false, false
 	var lastTick time.Duration
 	tickFrom := 0
 	var runErr error
@@ -327,9 +328,6 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		t0 := p.clk.now()
 		if t0 >= deadline {
 			break
-		}
-		if i == cfg.Warmup {
-			tFirst = t0
 		}
 		p.want, p.got = uint64(i), false
 		if err := p.send(uint64(i), p.clk.wall(t0)); err != nil {
@@ -339,6 +337,12 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			}
 			runErr = err
 			break
+		}
+		if i >= cfg.Warmup && !started {
+			// The span starts with the first measured request's clock,
+			// after its buffer was allocated and built: an allocation
+			// that fills the pool's cache is in no round trip.
+			tFirst, started = p.t0, true
 		}
 		ok, err := p.await(t0, done)
 		if errors.Is(err, context.Canceled) {
