@@ -253,7 +253,8 @@ func (c *Cache) AllocBuff() (*skb.Buff, error) {
 
 // AllocShared returns a reset data block of at least size bytes
 // (skb.Allocator). The caller owns it and must build a buffer on it or recycle
-// it. It returns ErrTooBig or ErrExhausted.
+// it. It returns ErrTooBig or ErrExhausted; it panics on a negative size and
+// on a closed cache, as Alloc does.
 func (c *Cache) AllocShared(size int) (*skb.Shared, error) {
 	i := c.class(uint(size))
 	if i == c.ncls || size < 0 {

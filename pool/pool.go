@@ -336,8 +336,12 @@ func (p *Pool) takeOne(size int) (*skb.Buff, int, error) {
 // AllocShared returns a data block of at least size bytes, reset with dataref
 // 1 (skb.Allocator). Safe for concurrent use. The caller owns the block and
 // must Build a buffer on it or recycle it. It returns ErrTooBig,
-// ErrExhausted, or ErrClosed after Close.
+// ErrExhausted, or ErrClosed after Close; it panics on a negative size, as
+// Alloc does.
 func (p *Pool) AllocShared(size int) (*skb.Shared, error) {
+	if size < 0 {
+		panic(fmt.Sprintf("pool: alloc of %d bytes", size))
+	}
 	h, ci, err := p.takeOne(size)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,8 @@ func TestClassesAndHeadroom(t *testing.T) {
 		func() { c.Alloc(-1) },
 		func() { p.Alloc(-1) },
 		func() { c.AllocN(make([]*skb.Buff, 1), -5) },
+		func() { c.AllocShared(-1) },
+		func() { p.AllocShared(-1) },
 	} {
 		func() {
 			defer func() {
