@@ -19,9 +19,11 @@ type Handler func(b *skb.Buff)
 type Device interface {
 	// Xmit queues b for transmission and rings the doorbell unless more is
 	// true and the ring has room (ndo_start_xmit with xmit_more). Xmit takes
-	// ownership of b, also when it returns an error; b must not be nil. It returns ErrQueueFull,
-	// ErrTooBig, ErrClosed or the wrapped error of the doorbell's system call;
-	// a failed doorbell drops what was queued, counted in tx_dropped.
+	// ownership of b, also when it returns an error; b must not be nil (Xmit
+	// panics: a nil buffer is the caller's bug, not a packet to drop). It
+	// returns ErrQueueFull, ErrTooBig, ErrClosed or the wrapped error of the
+	// doorbell's system call; a failed doorbell drops what was queued,
+	// counted in tx_dropped.
 	Xmit(b *skb.Buff, more bool) error
 
 	// Flush rings the doorbell now for whatever Xmit queued. It returns the
@@ -34,8 +36,9 @@ type Device interface {
 	TxAvail() int
 
 	// Poll receives up to budget packets without blocking and calls h for
-	// each, in arrival order (napi_poll); h must not be nil. It returns how
-	// many it handed to h.
+	// each, in arrival order (napi_poll); h must not be nil (Poll panics,
+	// before it receives anything). A budget of 0 or less hands nothing
+	// over. It returns how many it handed to h.
 	// Packets the device cannot carry whole (truncated, too big for the
 	// receive buffer, no buffer free) are dropped and counted, never handed
 	// over; a link-layer device hands over frames whose headers it cannot

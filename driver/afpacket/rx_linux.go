@@ -39,6 +39,9 @@ var ne = binary.NativeEndian
 // PACKET_STATISTICS (rx_dropped_kernel). h owns each buffer it gets. Poll
 // returns an error matching net.ErrClosed after Close.
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if h == nil {
+		panic("afpacket: Poll with a nil handler")
+	}
 	if !d.enter() {
 		return 0, d.errs.pollClosed
 	}

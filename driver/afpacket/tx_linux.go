@@ -35,6 +35,9 @@ import (
 // errno of a failed doorbell otherwise (frames it did not send are dropped
 // and counted in tx_dropped); net.ErrClosed after Close.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
+	if b == nil {
+		panic("afpacket: Xmit of a nil *skb.Buff")
+	}
 	if !d.enter() {
 		b.Free()
 		return d.errs.xmitClosed

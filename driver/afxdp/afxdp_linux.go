@@ -480,6 +480,9 @@ func (d *Device) TxAvail() int {
 // pool's ErrExhausted (wrapped) when no UMEM frame was free for a copy,
 // netdev.ErrClosed, or the doorbell's error.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
+	if b == nil {
+		panic("afxdp: Xmit of a nil *skb.Buff")
+	}
 	if !d.enter() {
 		b.Free()
 		return netdev.ErrClosed
@@ -734,6 +737,9 @@ func (d *Device) refill() {
 // dropped and counted (rx_dropped_malformed). It never blocks; it returns
 // netdev.ErrClosed after Close.
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if h == nil {
+		panic("afxdp: Poll with a nil handler")
+	}
 	if !d.enter() {
 		return 0, netdev.ErrClosed
 	}

@@ -259,6 +259,9 @@ func (d *Device) exit() {
 // ringing the doorbell for the packets queued before it), or wrapping
 // netdev.ErrClosed after Close. It allocates nothing.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
+	if b == nil {
+		panic("memring: Xmit of a nil *skb.Buff")
+	}
 	if !d.enter() {
 		b.Free()
 		d.txClosed.Add(1)
@@ -390,6 +393,9 @@ func spin(dur time.Duration) {
 // returns an error wrapping netdev.ErrClosed after Close, and allocates
 // nothing on the Go heap.
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if h == nil {
+		panic("memring: Poll with a nil handler")
+	}
 	if !d.enter() {
 		return 0, errPollClosed
 	}

@@ -107,6 +107,9 @@ var (
 // an ICMP port unreachable for an earlier datagram of a connected device).
 // It allocates nothing.
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if h == nil {
+		panic("udp: Poll with a nil handler")
+	}
 	if !d.enterPoll() {
 		return 0, errPollClosed
 	}

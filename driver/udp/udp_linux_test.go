@@ -632,7 +632,7 @@ func TestSrcConnected(t *testing.T) {
 				if n != 1 || err != nil || src != tx.LocalAddr() {
 					t.Fatalf("Poll(%d) = %d, %v: Src %v, want %v", budget, n, err, src, tx.LocalAddr())
 				}
-				rx.Poll(budget, nil) // nothing queued
+				rx.Poll(budget, func(b *skb.Buff) { rx.Cache().Free(b) }) // nothing queued
 				rx.Wait(0)
 				if s := rx.Src(); s != tx.LocalAddr() {
 					t.Fatalf("after Poll(%d) and an empty Poll and Wait: Src %v, want %v", budget, s, tx.LocalAddr())
@@ -812,7 +812,7 @@ func TestClosed(t *testing.T) {
 		"xmitto": tx.XmitTo(nil2(t, p), lo4, false),
 		"flush":  tx.Flush(),
 		"wait":   rx.Wait(0),
-		"poll":   func() error { _, err := rx.Poll(1, nil); return err }(),
+		"poll":   func() error { _, err := rx.Poll(1, func(b *skb.Buff) { b.Free() }); return err }(),
 	} {
 		if !errors.Is(err, net.ErrClosed) {
 			t.Errorf("%s after close: %v", name, err)
@@ -853,7 +853,7 @@ func TestCloseFromHandler(t *testing.T) {
 	if n < 1 || err != nil && !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("poll: %d %v", n, err)
 	}
-	if _, err := rx.Poll(64, nil); !errors.Is(err, net.ErrClosed) {
+	if _, err := rx.Poll(64, func(b *skb.Buff) { b.Free() }); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("poll after close: %v", err)
 	}
 }
@@ -931,7 +931,7 @@ func TestSrcBeforeReceive(t *testing.T) {
 	if err := d.Wait(5 * time.Millisecond); err != netdev.ErrTimeout {
 		t.Errorf("Wait(5ms) on an empty socket: %v", err)
 	}
-	if n, err := d.Poll(64, nil); n != 0 || err != nil {
+	if n, err := d.Poll(64, func(b *skb.Buff) { d.Cache().Free(b) }); n != 0 || err != nil {
 		t.Errorf("Poll on an empty socket: %d %v", n, err)
 	}
 }

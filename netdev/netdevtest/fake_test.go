@@ -81,6 +81,9 @@ var (
 )
 
 func (f *fake) Xmit(b *skb.Buff, more bool) error {
+	if b == nil {
+		panic("fake: Xmit of a nil *skb.Buff")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -178,6 +181,9 @@ func (f *fake) TxAvail() int {
 }
 
 func (f *fake) Poll(budget int, h netdev.Handler) (int, error) {
+	if h == nil {
+		panic("fake: Poll with a nil handler")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {

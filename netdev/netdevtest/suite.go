@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,8 +47,9 @@ import (
 //     received buffer has at least the configured headroom; Stats, called
 //     from another goroutine while traffic runs, never goes backwards (run
 //     the suite with -race).
-//   - poll: Poll(0) hands nothing over and Poll(budget) never more than
-//     budget; Wait returns nil when packets wait and wakes as one arrives, an
+//   - poll: Poll(0) and Poll(-1) hand nothing over and Poll(budget) never
+//     more than budget; Poll with a nil handler and Xmit of a nil buffer
+//     panic with the driver's message (not a runtime error), taking nothing; Wait returns nil when packets wait and wakes as one arrives, an
 //     error matching ErrTimeout (os.ErrDeadlineExceeded) after its timeout
 //     when none does, and one matching net.ErrClosed when another goroutine
 //     closes the device.
@@ -579,6 +581,21 @@ func (e *env) expectTimeout(what string) {
 	}
 }
 
+// panicOf runs f and returns what it panicked with, as text ("" when it
+// returned).
+func panicOf(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+			if msg == "" {
+				msg = "(empty panic)"
+			}
+		}
+	}()
+	f()
+	return ""
+}
+
 func testPoll(t *testing.T, s *suite) {
 	e := open(t, s, netdev.Config{}, true)
 	e.expectTimeout("poll: Wait on an idle device")
@@ -595,6 +612,19 @@ func testPoll(t *testing.T, s *suite) {
 	n, err := e.rx.Poll(0, func(b *skb.Buff) { calls++; c.Free(b) })
 	if n != 0 || calls != 0 || err != nil {
 		t.Fatalf("poll: Poll(0) returned %d, %v and called the handler %d times with packets waiting; a budget of 0 hands none over", n, err, calls)
+	}
+	if n, err := e.rx.Poll(-1, func(b *skb.Buff) { calls++; c.Free(b) }); n != 0 || calls != 0 || err != nil {
+		t.Fatalf("poll: Poll(-1) returned %d, %v and called the handler %d times with packets waiting; a negative budget hands none over", n, err, calls)
+	}
+	// Misuse panics with the driver's own message, before anything is
+	// received or taken: the packets are all still there afterwards.
+	if msg := panicOf(func() { e.rx.Poll(8, nil) }); msg == "" {
+		t.Errorf("poll: Poll(8, nil) did not panic; a nil handler is the caller's bug and must panic")
+	} else if !strings.Contains(msg, "nil") || strings.Contains(msg, "runtime error") {
+		t.Errorf("poll: Poll(8, nil) panicked with %q; want the driver's message naming the nil handler, not a runtime error", msg)
+	}
+	if msg := panicOf(func() { e.tx.Xmit(nil, false) }); msg == "" || !strings.Contains(msg, "nil") || strings.Contains(msg, "runtime error") {
+		t.Errorf("poll: Xmit(nil) gave panic %q; want a panic with the driver's message naming the nil buffer", msg)
 	}
 	if err := e.rx.Wait(deliverWait); err != nil {
 		t.Errorf("poll: Wait with packets still waiting returned %v; want nil", err)
