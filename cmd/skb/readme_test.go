@@ -99,7 +99,7 @@ func TestReadmeLab(t *testing.T) {
 		n, _ := strconv.ParseUint(m[1], 10, 64)
 		sent += n
 	}
-	m := regexp.MustCompile(`(?m)^received (\d+) packets, .*; \d+ lost, \d+ reordered, (\d+) kernel drops`).FindStringSubmatch(out.String())
+	m := regexp.MustCompile(`(?m)^received (\d+) packets, .*; \d+ lost, \d+ reordered, \d+ duplicates, (\d+) kernel drops`).FindStringSubmatch(out.String())
 	if m == nil || strings.Count(out.String(), "\nsent ") < 1 || !strings.Contains(errOut.String(), "skb: sink: stopped by SIGTERM") {
 		t.Fatalf("want two pktgen results and the result of a sink stopped by kill\nstdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}

@@ -224,6 +224,26 @@ func truncatedNote(n uint64) string {
 	return fmt.Sprintf(", %d truncated", n)
 }
 
+// sinkResultLine returns the sink's text result line for r, with trunc
+// packets dropped as longer than the receive buffers: the counts from the
+// stamps (lost, reordered, duplicates), the device's (kernel drops,
+// copybreak), then the notes of unstamped and truncated packets when
+// there were any.
+func sinkResultLine(r traffic.SinkResult, trunc uint64) string {
+	return fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d lost, %d reordered, %d duplicates, %d kernel drops, %d copybreak%s%s",
+		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Lost, r.Reordered, r.Duplicates,
+		r.KernelDrops, r.Copybreak, unstampedNote(r.Unstamped), truncatedNote(trunc))
+}
+
+// unstampedNote returns the result line's note of n packets without a
+// stamp, ", N unstamped", or "" when there were none.
+func unstampedNote(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d unstamped", n)
+}
+
 // truncatedWarning is the sink's stderr line for n packets dropped as
 // longer than the receive buffers.
 func truncatedWarning(n uint64) string {
@@ -345,8 +365,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	l := r.Latency
 	cu, cs := cpuTimes()
 	trunc := rxTruncated(devs)
-	p.line(fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d lost, %d reordered, %d kernel drops, %d copybreak%s",
-		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Lost, r.Reordered, r.KernelDrops, r.Copybreak, truncatedNote(trunc)),
+	p.line(sinkResultLine(r, trunc),
 		sinkResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
 			Lost: r.Lost, Reordered: r.Reordered, Duplicates: r.Duplicates, Unstamped: r.Unstamped, Flows: r.Flows,
 			KernelDrops: r.KernelDrops, Dropped: r.Dropped, Copybreak: r.Copybreak, Other: r.Other,

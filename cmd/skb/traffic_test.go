@@ -22,6 +22,7 @@ import (
 	"github.com/skbdev/skb/lab"
 	"github.com/skbdev/skb/lab/labtest"
 	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/traffic"
 )
 
 // freePorts returns the first of n consecutive UDP ports free on 127.0.0.1.
@@ -200,9 +201,45 @@ func TestPktgenSinkText(t *testing.T) {
 		t.Errorf("pktgen output:\n%s", out)
 	}
 	sout := sink.wait(t)
-	if !regexp.MustCompile(`(?m)^received \d+ packets, \d+ bytes in [\d.]+ seconds = \d+ pps, [\d.]+ Mbit/sec; 0 lost, 0 reordered, 0 kernel drops, \d+ copybreak$`).MatchString(sout) ||
+	if !regexp.MustCompile(`(?m)^received \d+ packets, \d+ bytes in [\d.]+ seconds = \d+ pps, [\d.]+ Mbit/sec; 0 lost, 0 reordered, 0 duplicates, 0 kernel drops, \d+ copybreak$`).MatchString(sout) ||
 		!strings.Contains(sout, "one-way latency: p50 = ") {
 		t.Errorf("sink output:\n%s", sout)
+	}
+}
+
+// TestSinkTextDuplicates checks that the text result counts what the JSON
+// does of pktgen's clones, as duplicates, and of packets without a stamp.
+func TestSinkTextDuplicates(t *testing.T) {
+	port := freePorts(t, 1)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	sink := startBg(t, exec.Command(buildSkb(t), "sink", "--listen", addr, "-n", "1000", "-t", "10s", "--idle", "2s"))
+	time.Sleep(200 * time.Millisecond)
+	mustSkb(t, "pktgen", "--dst", addr, "-n", "999", "--clone", "3", "-r", "20000", "-t", "10s")
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("no stamp"))
+	c.Close()
+	out := sink.wait(t)
+	re := regexp.MustCompile(`(?m)^received 1000 packets, .*; 0 lost, 0 reordered, 666 duplicates, 0 kernel drops, \d+ copybreak, 1 unstamped$`)
+	if !re.MatchString(out) {
+		t.Errorf("sink output:\n%s\nwant a line matching %v", out, re)
+	}
+}
+
+// TestSinkResultLine checks the text result line: every count, and the
+// notes of unstamped and truncated packets only when there were any.
+func TestSinkResultLine(t *testing.T) {
+	r := traffic.SinkResult{Packets: 999, Bytes: 63936, Seconds: 0.05, PPS: 19980, Mbps: 10.23,
+		Lost: 1, Reordered: 2, Duplicates: 666, KernelDrops: 3, Copybreak: 999}
+	want := "received 999 packets, 63936 bytes in 0.05 seconds = 19980 pps, 10.23 Mbit/sec; 1 lost, 2 reordered, 666 duplicates, 3 kernel drops, 999 copybreak"
+	if got := sinkResultLine(r, 0); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	r.Unstamped = 4
+	if got := sinkResultLine(r, 5); got != want+", 4 unstamped, 5 truncated" {
+		t.Errorf("with unstamped and truncated: %q", got)
 	}
 }
 
