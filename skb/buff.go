@@ -378,12 +378,12 @@ func (b *Buff) Next() *Buff { return b.next }
 // offset falls outside the block.
 func (b *Buff) Reserve(n int) {
 	b.checkLive()
-	d := int64(b.data) + int64(n)
-	if b.m.len != 0 || d < 0 || d > int64(b.end) {
+	if b.m.len != 0 || n < -int(b.data) || n > int(b.end-b.data) {
 		panic(misuse{b, opReserve, n, 0})
 	}
-	b.data = uint32(d)
-	b.tail = uint32(d)
+	d := uint32(int(b.data) + n)
+	b.data = d
+	b.tail = d
 }
 
 // CBSize is the size of a buffer's control block, in bytes (the kernel's
@@ -510,7 +510,7 @@ func (m misuse) Error() string {
 		why = "past the headroom"
 	case m.op == opReserve && b.m.len != 0:
 		why = "on a buffer holding data"
-	case m.op == opReserve && int(b.data)+n < 0:
+	case m.op == opReserve && n < -int(b.data):
 		why = "past the headroom"
 	case m.op == opReuse && b.state != stateFree:
 		why = "on a buffer in use"

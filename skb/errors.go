@@ -12,6 +12,9 @@ var (
 	ErrTooManyFrags = errors.New("skb: too many page fragments")
 
 	// ErrTooBig is returned by allocators when no size class holds the requested
-	// number of bytes.
+	// number of bytes, and by the operations that reallocate (ExpandHead,
+	// CowHead, CopyExpand and those built on them) when the sizes given add up
+	// to more than any block holds, or overflow an int; nothing is allocated
+	// then.
 	ErrTooBig = errors.New("skb: buffer larger than the largest size class")
 )

@@ -28,7 +28,7 @@ func (b *Buff) AddRxFrag(p *Page, off, size int) {
 	if s.hot.nrFrags >= MaxFrags {
 		panic(fmt.Sprintf("skb: add frag to a buffer with %d frags", s.hot.nrFrags))
 	}
-	if off < 0 || size < 0 || off+size > len(p.buf) {
+	if off < 0 || size < 0 || off > len(p.buf)-size {
 		panic(fmt.Sprintf("skb: frag off %d size %d outside a page of %d", off, size, len(p.buf)))
 	}
 	b.writableShinfo("add frag")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -99,6 +100,8 @@ func TestMisusePanics(t *testing.T) {
 		{"reserve on data", func(b *skb.Buff) { b.Put(1); b.Reserve(1) }, []string{"reserve 1 on a buffer holding data"}},
 		{"reserve past end", func(b *skb.Buff) { b.Reserve(5000) }, []string{"reserve 5000 past the end"}},
 		{"reserve before head", func(b *skb.Buff) { b.Reserve(-129) }, []string{"reserve -129 past the headroom"}},
+		{"reserve MaxInt", func(b *skb.Buff) { b.Reserve(math.MaxInt) }, []string{fmt.Sprintf("reserve %d past the end", math.MaxInt)}},
+		{"reserve MinInt", func(b *skb.Buff) { b.Reserve(math.MinInt) }, []string{fmt.Sprintf("reserve %d past the headroom", math.MinInt)}},
 		{"put on shared", func(b *skb.Buff) {
 			n := c.Clone(b)
 			defer c.Free(n)
@@ -127,10 +130,22 @@ func TestMisusePanics(t *testing.T) {
 			defer p.Put()
 			b.AddRxFrag(p, off, pool.DefaultPageSize)
 		}, []string{"outside a page"}},
+		{"frag offset MaxInt", func(b *skb.Buff) {
+			p, _, _ := c.AllocFrag(10)
+			defer p.Put()
+			b.AddRxFrag(p, math.MaxInt, 1)
+		}, []string{fmt.Sprintf("frag off %d size 1 outside a page", math.MaxInt)}},
+		{"frag size MaxInt", func(b *skb.Buff) {
+			p, _, _ := c.AllocFrag(10)
+			defer p.Put()
+			b.AddRxFrag(p, 1, math.MaxInt)
+		}, []string{fmt.Sprintf("frag off 1 size %d outside a page", math.MaxInt)}},
 		{"frag index", func(b *skb.Buff) { b.Frag(0) }, []string{"frag 0 of 0"}},
 		{"header outside block", func(b *skb.Buff) { b.SetNetworkHeader(-200) }, []string{"header offset -200 outside the block"}},
 		{"expand negative", func(b *skb.Buff) { b.ExpandHead(c, -1, 0) }, []string{"expand head by -1"}},
+		{"expand negative tail", func(b *skb.Buff) { b.ExpandHead(c, math.MaxInt, -1) }, []string{fmt.Sprintf("expand head by %d and tail by -1", math.MaxInt)}},
 		{"cow head negative", func(b *skb.Buff) { b.CowHead(c, -1) }, []string{"cow head with headroom -1", "data 128"}},
+		{"copy expand negative", func(b *skb.Buff) { b.CopyExpand(c, math.MaxInt, -1) }, []string{fmt.Sprintf("copy with headroom %d tailroom -1", math.MaxInt)}},
 		{"gso range", func(b *skb.Buff) { b.SetGSO(70000, 1, skb.GSOUDPL4) }, []string{"gso_size 70000"}},
 		{"queue mapping range", func(b *skb.Buff) { b.SetQueueMapping(1 << 16) }, []string{"queue mapping 65536"}},
 		{"own frag list", func(b *skb.Buff) { b.AddFragList(b) }, []string{"own frag list"}},
@@ -140,6 +155,96 @@ func TestMisusePanics(t *testing.T) {
 			b := fresh()
 			mustPanic(t, func() { tt.f(b) }, tt.want...)
 		})
+	}
+}
+
+// TestImpossibleSizes checks that the operations which add sizes given by the
+// caller to a buffer's own return ErrTooBig when the sum is more than any
+// block holds, also when it overflows an int, leaving the buffer as it was and
+// taking nothing from the allocator (the pool's Close in newCache's cleanup
+// finds anything left behind).
+func TestImpossibleSizes(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	p := c.Pool()
+	tests := []struct {
+		name string
+		f    func(b *skb.Buff, a skb.Allocator) error
+	}{
+		{"expand head by 1<<30", func(b *skb.Buff, a skb.Allocator) error { return b.ExpandHead(a, 1<<30, 0) }},
+		{"expand both by MaxInt", func(b *skb.Buff, a skb.Allocator) error { return b.ExpandHead(a, math.MaxInt, math.MaxInt) }},
+		{"expand head by MaxInt", func(b *skb.Buff, a skb.Allocator) error { return b.ExpandHead(a, math.MaxInt, 0) }},
+		{"expand tail by MaxInt", func(b *skb.Buff, a skb.Allocator) error { return b.ExpandHead(a, 0, math.MaxInt) }},
+		{"expand to wrap to 0", func(b *skb.Buff, a skb.Allocator) error {
+			return b.ExpandHead(a, math.MaxInt, math.MaxInt-b.End()+2) // adds up to 0 in int arithmetic
+		}},
+		{"cow head MaxInt", func(b *skb.Buff, a skb.Allocator) error { return b.CowHead(a, math.MaxInt) }},
+		{"cow head MaxInt without headroom", func(b *skb.Buff, a skb.Allocator) error { return b.CowHead(a, math.MaxInt) }},
+		{"cow head MaxInt-32 without headroom", func(b *skb.Buff, a skb.Allocator) error { return b.CowHead(a, math.MaxInt-32) }},
+		{"copy expand MaxInt, 1", func(b *skb.Buff, a skb.Allocator) error {
+			n, err := b.CopyExpand(a, math.MaxInt, 1)
+			if n != nil {
+				n.FreeTo(a)
+			}
+			return err
+		}},
+		{"copy expand 1, MaxInt", func(b *skb.Buff, a skb.Allocator) error {
+			n, err := b.CopyExpand(a, 1, math.MaxInt)
+			if n != nil {
+				n.FreeTo(a)
+			}
+			return err
+		}},
+		{"copy expand MaxInt, MaxInt", func(b *skb.Buff, a skb.Allocator) error {
+			n, err := b.CopyExpand(a, math.MaxInt, math.MaxInt)
+			if n != nil {
+				n.FreeTo(a)
+			}
+			return err
+		}},
+	}
+	for _, alloc := range []struct {
+		name string
+		a    skb.Allocator
+	}{{"cache", c}, {"pool", p}} {
+		for _, tt := range tests {
+			t.Run(alloc.name+"/"+tt.name, func(t *testing.T) {
+				b, err := c.Alloc(100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Free(b)
+				copy(b.Put(100), bytes.Repeat([]byte("x"), 100))
+				if strings.HasSuffix(tt.name, "without headroom") {
+					copy(b.Push(b.Headroom()), bytes.Repeat([]byte("y"), b.Headroom()))
+				}
+				headroom, data := b.Headroom(), bytes.Clone(b.Data())
+				before := p.Stats()
+				var got error
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							t.Errorf("panicked: %v", r)
+						}
+					}()
+					got = tt.f(b, alloc.a)
+				}()
+				if !errors.Is(got, skb.ErrTooBig) {
+					t.Errorf("err %v, want ErrTooBig", got)
+				}
+				if b.Headroom() != headroom || b.End() != pool.SmallSize || b.Cloned() || !bytes.Equal(b.Data(), data) {
+					t.Errorf("buffer changed: headroom %d end %d data %q", b.Headroom(), b.End(), b.Data())
+				}
+				after := p.Stats()
+				for i := range after.Classes {
+					if after.Classes[i].InFlight != before.Classes[i].InFlight {
+						t.Errorf("blocks of %d bytes in flight: %d before, %d after", after.Classes[i].Size, before.Classes[i].InFlight, after.Classes[i].InFlight)
+					}
+				}
+				if after.InFlight() != before.InFlight() {
+					t.Errorf("buffers in flight: %d before, %d after", before.InFlight(), after.InFlight())
+				}
+			})
+		}
 	}
 }
 

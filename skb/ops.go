@@ -2,12 +2,29 @@ package skb
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 )
 
 // netSKBPad is the alignment of extra headroom made by CowHead: NET_SKB_PAD,
 // max(32, L1_CACHE_BYTES), which is 64 on x86-64.
 const netSKBPad = 64
+
+// maxBlock is the largest data block, in bytes, that an operation asks its
+// allocator for: a buffer's offsets are 32-bit, and the bound fits an int on
+// every platform. A block the sizes given by the caller would make larger
+// (their sum past maxBlock, or past what an int holds) is ErrTooBig, without
+// asking the allocator.
+const maxBlock = math.MaxInt32
+
+// blockSize returns head+mid+tail, each not negative, and false when the sum
+// exceeds maxBlock; it does not overflow, whatever the arguments.
+func blockSize(head, mid, tail int) (int, bool) {
+	if head > maxBlock || mid > maxBlock-head || tail > maxBlock-head-mid {
+		return 0, false
+	}
+	return head + mid + tail, true
+}
 
 // pullTailSlack is the extra tailroom taken when PskbMayPull or Linearize must
 // reallocate, so that the next pull does not reallocate again
@@ -59,21 +76,26 @@ func (b *Buff) CloneInto(n *Buff) {
 // headroom bytes too, all data in the linear part, and b's metadata (skb_copy).
 // The caller keeps ownership of b, owns the returned buffer and must Free it or
 // pass it on to a function that takes ownership. Copy returns the allocator's
-// error (ErrTooBig when no block is large enough).
+// error (ErrTooBig when no block is large enough); nothing is allocated then.
 func (b *Buff) Copy(a Allocator) (*Buff, error) {
 	return b.CopyExpand(a, b.Headroom(), int(b.end-b.tail))
 }
 
 // CopyExpand is Copy into a buffer with the given headroom and tailroom
 // (skb_copy_expand). Header offsets and csum_start move with the data, so they
-// stay right whatever the new headroom. Ownership and errors as for Copy; it
-// panics on negative sizes.
+// stay right whatever the new headroom. Ownership and errors as for Copy
+// (ErrTooBig too when headroom+Len()+tailroom is more than any block holds,
+// however large the sizes); it panics on negative sizes.
 func (b *Buff) CopyExpand(a Allocator, headroom, tailroom int) (*Buff, error) {
 	b.checkLive()
 	if headroom < 0 || tailroom < 0 {
 		panic(fmt.Sprintf("skb: copy with headroom %d tailroom %d", headroom, tailroom))
 	}
-	s, err := a.AllocShared(headroom + int(b.m.len) + tailroom)
+	size, ok := blockSize(headroom, int(b.m.len), tailroom)
+	if !ok {
+		return nil, ErrTooBig
+	}
+	s, err := a.AllocShared(size)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +174,11 @@ func (b *Buff) Unshare(a Allocator) error {
 // given headroom and tailroom, and drops b's reference on the old block.
 func (b *Buff) relinearize(a Allocator, headroom, tailroom int) error {
 	n := int(b.m.len)
-	s, err := a.AllocShared(headroom + n + tailroom)
+	size, ok := blockSize(headroom, n, tailroom)
+	if !ok {
+		return ErrTooBig
+	}
+	s, err := a.AllocShared(size)
 	if err != nil {
 		return err
 	}
@@ -192,8 +218,10 @@ func (b *Buff) dropData(a Allocator) {
 // CowHead makes b's linear data private and gives it at least headroom bytes
 // of headroom, reallocating the head (with the extra rounded up to 64 bytes)
 // only when the data is shared or the headroom is short (skb_cow_head). The
-// page frags stay shared. On error b is unchanged and still the caller's.
-// CowHead does not take ownership of b. It panics on a negative headroom.
+// page frags stay shared. It returns the allocator's error, or ErrTooBig when
+// no block can hold the headroom asked for (however large); on error b is
+// unchanged and still the caller's. CowHead does not take ownership of b. It
+// panics on a negative headroom.
 func (b *Buff) CowHead(a Allocator, headroom int) error {
 	b.checkLive()
 	if headroom < 0 {
@@ -201,6 +229,9 @@ func (b *Buff) CowHead(a Allocator, headroom int) error {
 	}
 	delta := 0
 	if headroom > int(b.data) {
+		if headroom > maxBlock-netSKBPad {
+			return ErrTooBig
+		}
 		delta = (headroom - int(b.data) + netSKBPad - 1) &^ (netSKBPad - 1)
 	}
 	if delta > 0 || b.Cloned() {
@@ -213,14 +244,20 @@ func (b *Buff) CowHead(a Allocator, headroom int) error {
 // front and ntail bytes longer at the end, copying everything from head to
 // tail; frags stay where they are (shared pages take a reference) and a shared
 // frag list is cloned (pskb_expand_head). Header offsets and csum_start move
-// with the data. On error b is unchanged and still the caller's. ExpandHead does
-// not take ownership of b. It panics on negative sizes.
+// with the data. It returns the allocator's error, or ErrTooBig when no block
+// holds nhead+End()+ntail bytes (however large the sizes); on error b is
+// unchanged and still the caller's. ExpandHead does not take ownership of b.
+// It panics on negative sizes.
 func (b *Buff) ExpandHead(a Allocator, nhead, ntail int) error {
 	b.checkLive()
 	if nhead < 0 || ntail < 0 {
 		panic(fmt.Sprintf("skb: expand head by %d and tail by %d: %s", nhead, ntail, b.geometry()))
 	}
-	s, err := a.AllocShared(nhead + int(b.end) + ntail)
+	size, ok := blockSize(nhead, int(b.end), ntail)
+	if !ok {
+		return ErrTooBig
+	}
+	s, err := a.AllocShared(size)
 	if err != nil {
 		return err
 	}
