@@ -277,10 +277,12 @@ func labThreadedCmd() *cobra.Command {
 		Long: `threaded turns threaded NAPI on or off on side B's veth, which has NAPI only
 while GRO is on (lab up --threaded turns it on) or an XDP program is attached
 (an AF_XDP receiver is bound); otherwise the kernel refuses the change.
---cpu N pins the NAPI kernel thread(s) to CPU N, the receiver's, so that the
-scheduler never runs them on the sender's CPU. The pin belongs to the thread:
-when the kernel makes a new one (threaded off and on again, or the last XDP
-program detached and another attached), run threaded on --cpu N again.`,
+Turning it on when it is on, or off when it is off, changes nothing and
+succeeds. --cpu N pins the NAPI kernel thread(s) to CPU N, the receiver's,
+so that the scheduler never runs them on the sender's CPU. The pin belongs
+to the thread: when the kernel makes a new one (threaded off and on again,
+or the last XDP program detached and another attached), run threaded on
+--cpu N again.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("lab threaded: want on or off, not %d arguments", len(args))
@@ -303,10 +305,21 @@ program detached and another attached), run threaded on --cpu N again.`,
 				return labOpenErr(name, err)
 			}
 			defer l.Release()
-			if err := l.SetThreaded(t == lab.On); err != nil {
+			// Only a change is written: the kernel refuses any write,
+			// also of the state it is in, while the veth has no NAPI
+			// (GRO off), and "off" there is already so.
+			on, err := l.B.Threaded()
+			if err != nil {
 				return err
 			}
-			on, err := l.B.Threaded()
+			if on != (t == lab.On) {
+				if err := l.SetThreaded(t == lab.On); err != nil {
+					return err
+				}
+				if on, err = l.B.Threaded(); err != nil {
+					return err
+				}
+			}
 			if err != nil {
 				return err
 			}

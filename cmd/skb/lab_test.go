@@ -177,7 +177,7 @@ func TestLabThreaded(t *testing.T) {
 	if f, err := l.A.Features(); err != nil || f.TSO {
 		t.Errorf("after --tso off: %+v, %v", f, err)
 	}
-	for _, w := range []string{"off", "on"} {
+	for _, w := range []string{"off", "off", "on", "on"} { // twice: a no-op the second time
 		if out := mustSkb(t, "lab", "threaded", w, "--name", name); !strings.HasSuffix(strings.TrimSpace(out), ": "+w) {
 			t.Errorf("threaded %s: %q", w, out)
 		}
@@ -187,6 +187,29 @@ func TestLabThreaded(t *testing.T) {
 	}
 	if out := mustSkb(t, "lab", "threaded", "on", "--cpu", "0", "--name", name); !strings.Contains(out, "pinned to CPU 0") {
 		t.Errorf("threaded on --cpu 0: %q", out)
+	}
+	mustSkb(t, "lab", "down", "--name", name)
+	labGone(t, name)
+}
+
+// TestLabThreadedNoNAPI checks threaded on a lab whose veth has no NAPI
+// (GRO off), where the kernel refuses every write to its threaded file:
+// off, which it is, succeeds, twice, and on fails with the reason.
+func TestLabThreadedNoNAPI(t *testing.T) {
+	labtest.RequireRoot(t)
+	name := testLabName("skbn")
+	t.Cleanup(func() { lab.Remove(name) })
+	mustSkb(t, "lab", "up", "--name", name)
+	for range 2 {
+		if out := mustSkb(t, "lab", "threaded", "off", "--name", name); !strings.HasSuffix(strings.TrimSpace(out), ": off") {
+			t.Errorf("threaded off: %q", out)
+		}
+	}
+	if _, errOut, code := skb(t, "lab", "threaded", "on", "--name", name); code == 0 || !strings.Contains(errOut, "has no NAPI") {
+		t.Errorf("threaded on without NAPI: exit %d, %q", code, errOut)
+	}
+	if _, errOut, code := skb(t, "lab", "threaded", "off", "--name", name+"x"); code == 0 || !strings.Contains(errOut, "no lab named") {
+		t.Errorf("threaded off of a missing lab: exit %d, %q", code, errOut)
 	}
 	mustSkb(t, "lab", "down", "--name", name)
 	labGone(t, name)
