@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -303,7 +304,9 @@ func (p *Pool) Alloc(size int) (*skb.Buff, error) {
 	if size < 0 {
 		panic(fmt.Sprintf("pool: alloc of %d bytes", size))
 	}
-	b, ci, err := p.takeOne(size + p.headroom)
+	// The sum saturates at MaxInt, which no class holds, so that a size near
+	// MaxInt is too big rather than wrapping round to a small one.
+	b, ci, err := p.takeOne(min(size, math.MaxInt-p.headroom) + p.headroom)
 	if err != nil {
 		return nil, err
 	}

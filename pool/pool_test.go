@@ -3,6 +3,7 @@ package pool_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +71,23 @@ func TestClassesAndHeadroom(t *testing.T) {
 	}
 	if _, err := c.Alloc(p.MaxAlloc() + 1); !errors.Is(err, pool.ErrTooBig) {
 		t.Fatalf("oversized: %v", err)
+	}
+	// Sizes whose sum with the headroom overflows an int are too big too.
+	for _, size := range []int{math.MaxInt, math.MaxInt - p.Headroom() + 1, math.MaxInt - 1} {
+		for name, f := range map[string]func() error{
+			"Pool.Alloc":        func() error { _, err := p.Alloc(size); return err },
+			"Pool.AllocShared":  func() error { _, err := p.AllocShared(size); return err },
+			"Cache.Alloc":       func() error { _, err := c.Alloc(size); return err },
+			"Cache.AllocN":      func() error { _, err := c.AllocN(make([]*skb.Buff, 2), size); return err },
+			"Cache.AllocShared": func() error { _, err := c.AllocShared(size); return err },
+		} {
+			if err := f(); !errors.Is(err, pool.ErrTooBig) {
+				t.Errorf("%s(%d): %v, want ErrTooBig", name, size, err)
+			}
+		}
+	}
+	if st := p.Stats(); st.InFlight() != 0 || st.Classes[0].InFlight != 0 {
+		t.Fatalf("oversized allocations handed out buffers: %v", st)
 	}
 	for _, f := range []func(){
 		func() { c.Alloc(-1) },
