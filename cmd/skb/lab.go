@@ -92,7 +92,7 @@ func labUpCmd() *cobra.Command {
 	var o lab.Options
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "up [--name N] [--mtu N] [--gro on|off] [--tso on|off] [--txcsum on|off] [--threaded] [--json]",
+		Use:   "up [--name N] [--mtu N] [--gro on|off] [--tso on|off] [--txcsum on|off] [--threaded] [--queues N] [--ipv6] [--json]",
 		Short: "Make a lab that stays until `skb lab down`, and print its names and addresses",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -413,6 +414,30 @@ func TestLabExecParentDeath(t *testing.T) {
 			t.Fatalf("sleep (pid %d) still runs 5s after skb lab exec was killed: %s", pid, b)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLabUsageLines checks that the usage line of every lab subcommand
+// names each of its flags; exec's "[lab flags]" stands for those of up.
+func TestLabUsageLines(t *testing.T) {
+	var labCmd *cobra.Command
+	for _, c := range rootCmd.Commands() {
+		if c.Name() == "lab" {
+			labCmd = c
+		}
+	}
+	if labCmd == nil {
+		t.Fatal("no lab command")
+	}
+	for _, c := range labCmd.Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" || (c.Name() == "exec" && slices.Contains(labOptionFlags, f.Name)) {
+				return
+			}
+			if !regexp.MustCompile(`\[--` + f.Name + `\b|[ |]--` + f.Name + `\b`).MatchString(c.Use) {
+				t.Errorf("lab %s: usage line %q lacks --%s", c.Name(), c.Use, f.Name)
+			}
+		})
 	}
 }
 
