@@ -334,7 +334,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Size: r.Size, BusyPoll: o.busy,
 			Dev: spec.String(), Connect: dst.String()})
 	}
-	if runErr != nil {
+	switch {
+	case errors.Is(runErr, unix.ECONNREFUSED):
+		return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable) after %d measured round trips: the `skb pingpong --server` there stopped during the run (its --duration, --idle or --count?); the result above is what was measured",
+			dst, r.Iters)
+	case runErr != nil:
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
 	return sc.interrupted("pingpong")

@@ -276,6 +276,22 @@ $`)
 	}
 }
 
+// TestPingPongServerLeaves checks the client's error when the server
+// stops during the run: the result so far, then one line that says the
+// server refused the packets, not the device's bare errno.
+func TestPingPongServerLeaves(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1))
+	srv := startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", addr, "-t", "10s", "--count", "20"))
+	time.Sleep(200 * time.Millisecond)
+	out, errOut, code := skb(t, "pingpong", "--connect", addr, "-n", "100000", "--warmup", "-1", "--timeout", "200ms", "-t", "10s")
+	srv.wait(t)
+	want := "skb: pingpong: " + addr + " refused the packets (ICMP port unreachable) after "
+	if code != 1 || !strings.Contains(out, " iters in ") || !strings.HasPrefix(errOut, want) ||
+		!strings.Contains(errOut, "stopped during the run") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr: %q\nwant exit 1, the result, and one line starting %q", code, out, errOut, want)
+	}
+}
+
 func TestMemringCLI(t *testing.T) {
 	_, r := ndjson(t, mustSkb(t, "pktgen", "--dev", "memring", "-n", "5000", "-b", "32", "--json"))
 	if num(r, "packets") != 5000 || num(r, "doorbells") != 157 {
