@@ -25,6 +25,7 @@ var (
 	// buffers do not point into unmapped memory.
 	ErrLeak = errors.New("pool: buffers still in flight")
 
-	// ErrConfig is returned by New for an invalid Config.
+	// ErrConfig is wrapped by New's error for an invalid Config, whose
+	// message names the field, its value and the rule it breaks.
 	ErrConfig = errors.New("pool: invalid config")
 )

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -14,14 +15,17 @@ import (
 // Class configures one size class.
 type Class struct {
 	// Size is the size of each data block in bytes: headroom, data and
-	// tailroom together. Sizes must be distinct and at least 64.
+	// tailroom together. Sizes must be distinct, at least 64, more than the
+	// headroom, and at most math.MaxInt32 (a buffer's offsets are 32-bit; less
+	// on 32-bit platforms, where an arena of 16 blocks must fit an int).
 	Size int
 	// Max bounds the number of blocks; 0 lets the class grow arena by arena
 	// without bound. A bounded class returns ErrExhausted when all its blocks
 	// are in use or sitting in caches.
 	Max int
 	// ArenaBlocks is how many blocks each arena holds; 0 picks enough for
-	// about 2 MiB (at least 16). Ignored when Contiguous.
+	// about 2 MiB (at least 16). Ignored when Contiguous. An arena (of
+	// ArenaBlocks blocks, or Max when Contiguous) must fit an int.
 	ArenaBlocks int
 	// Contiguous maps all Max blocks as one arena at New, the layout an AF_XDP
 	// UMEM needs (see Pool.Arena). It requires Max.
@@ -66,10 +70,11 @@ type Config struct {
 	// in bytes; 0 means skb.DefaultHeadroom (128) and NoHeadroom means none.
 	Headroom int
 	// PageSize is the size of the page-frag allocator's pages, in bytes; 0
-	// means DefaultPageSize. MaxPages bounds their number (0: unbounded).
+	// means DefaultPageSize. It must be at least 4096 and at most what a
+	// class Size may be. MaxPages bounds their number (0: unbounded).
 	PageSize int
 	MaxPages int
-	// CacheSize is the per-class capacity of each Cache; 0 means
+	// CacheSize is the per-class capacity of each Cache, at least 2; 0 means
 	// DefaultCacheSize. Bulk moves to and from the depot are half of it.
 	CacheSize int
 	// Populate pre-faults arena memory at mapping time (MAP_POPULATE).
@@ -120,8 +125,10 @@ type class struct {
 }
 
 // New builds a pool. Contiguous classes are mapped now; others map their first
-// arena on first use. It returns an error wrapping ErrConfig for a bad Config,
-// or the mmap error.
+// arena on first use. For a bad Config it returns an error wrapping ErrConfig
+// that names the field, its value and the rule it breaks, numbering classes
+// by their index in Config.Classes ("pool: new: class 1: size 63: want at
+// least 64 bytes"); otherwise it returns the mmap error.
 func New(cfg Config) (*Pool, error) {
 	if cfg.Classes == nil {
 		cfg.Classes = DefaultClasses()
@@ -133,7 +140,7 @@ func New(cfg Config) (*Pool, error) {
 	case cfg.Headroom == NoHeadroom:
 		p.headroom = 0
 	case cfg.Headroom < 0:
-		return nil, fmt.Errorf("%w: headroom %d", ErrConfig, cfg.Headroom)
+		return nil, configErr("headroom %d: want 0 (the default), NoHeadroom (-1) or more", cfg.Headroom)
 	default:
 		p.headroom = cfg.Headroom
 	}
@@ -143,25 +150,38 @@ func New(cfg Config) (*Pool, error) {
 	if p.cfg.CacheSize == 0 {
 		p.cfg.CacheSize = DefaultCacheSize
 	}
-	if p.cfg.PageSize < pageSize || p.cfg.CacheSize < 2 || p.cfg.MaxPages < 0 {
-		return nil, fmt.Errorf("%w: page size %d, cache size %d, max pages %d", ErrConfig, p.cfg.PageSize, p.cfg.CacheSize, p.cfg.MaxPages)
+	switch {
+	case p.cfg.PageSize < pageSize:
+		return nil, configErr("page size %d: want at least %d bytes (0 for the default, %d)", cfg.PageSize, pageSize, DefaultPageSize)
+	case p.cfg.PageSize > maxBlockSize:
+		return nil, configErr("page size %d: want at most %d bytes", cfg.PageSize, maxBlockSize)
+	case p.cfg.CacheSize < 2:
+		return nil, configErr("cache size %d: want at least 2 (0 for the default, %d)", cfg.CacheSize, DefaultCacheSize)
+	case p.cfg.MaxPages < 0:
+		return nil, configErr("max pages %d: want 0 (unbounded) or more", cfg.MaxPages)
 	}
-	cls := slices.Clone(cfg.Classes)
-	slices.SortFunc(cls, func(a, b Class) int { return a.Size - b.Size })
-	if len(cls) == 0 || len(cls) > maxClasses {
-		return nil, fmt.Errorf("%w: %d size classes (1 to %d)", ErrConfig, len(cls), maxClasses)
+	if n := len(cfg.Classes); n == 0 || n > maxClasses {
+		return nil, configErr("%d size classes: want 1 to %d", n, maxClasses)
 	}
-	for i, c := range cls {
-		if c.Size < 64 || c.Max < 0 || c.ArenaBlocks < 0 || (i > 0 && c.Size == cls[i-1].Size) {
-			return nil, fmt.Errorf("%w: class %+v", ErrConfig, c)
+	for i, c := range cfg.Classes {
+		if err := p.checkClass(i, c); err != nil {
+			return nil, err
 		}
-		if c.Contiguous && c.Max == 0 {
-			return nil, fmt.Errorf("%w: contiguous class of %d bytes needs Max", ErrConfig, c.Size)
+	}
+	// order holds the indices of the classes in Config.Classes, smallest
+	// class first.
+	order := make([]int, len(cfg.Classes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cfg.Classes[a].Size, cfg.Classes[b].Size) })
+	cls := make([]Class, len(order))
+	for k, i := range order {
+		cls[k] = cfg.Classes[i]
+		if k > 0 && cls[k].Size == cls[k-1].Size {
+			return nil, configErr("classes %d and %d: size %d twice: want distinct sizes", order[k-1], i, cls[k].Size)
 		}
-		if c.Size <= p.headroom {
-			return nil, fmt.Errorf("%w: class of %d bytes cannot hold the headroom of %d", ErrConfig, c.Size, p.headroom)
-		}
-		p.classes = append(p.classes, &class{idx: i, cfg: c})
+		p.classes = append(p.classes, &class{idx: k, cfg: cls[k]})
 	}
 	p.cfg.Classes = cls
 	p.pages.init(p)
@@ -186,6 +206,50 @@ func New(cfg Config) (*Pool, error) {
 
 // maxClasses bounds the number of size classes (a Cache keeps a fixed array).
 const maxClasses = 8
+
+// maxBlockSize bounds a class's block size and the page size, in bytes: a
+// buffer's offsets into its block and a fragment's into its page are 32-bit,
+// and an arena of 16 blocks, rounded up to a huge page, must fit an int.
+const maxBlockSize = min(math.MaxInt32, maxArenaBytes/16)
+
+// maxArenaBytes bounds the size of one arena, in bytes, so that rounding it up
+// to a huge page does not overflow an int.
+const maxArenaBytes = math.MaxInt - hugePageSize
+
+// configError is New's error for a bad Config: its message names the field,
+// the value and the rule, and it wraps ErrConfig.
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return "pool: new: " + e.msg }
+func (e *configError) Unwrap() error { return ErrConfig }
+
+func configErr(format string, args ...any) error {
+	return &configError{fmt.Sprintf(format, args...)}
+}
+
+// checkClass checks class i of the Config (its index in Config.Classes) on
+// its own; New checks that sizes are distinct.
+func (p *Pool) checkClass(i int, c Class) error {
+	switch {
+	case c.Size < 64:
+		return configErr("class %d: size %d: want at least 64 bytes", i, c.Size)
+	case c.Size > maxBlockSize:
+		return configErr("class %d: size %d: want at most %d bytes", i, c.Size, maxBlockSize)
+	case c.Size <= p.headroom:
+		return configErr("class %d: size %d: want more than the headroom of %d bytes", i, c.Size, p.headroom)
+	case c.Max < 0:
+		return configErr("class %d: max %d: want 0 (unbounded) or more", i, c.Max)
+	case c.ArenaBlocks < 0:
+		return configErr("class %d: arena blocks %d: want 0 (about 2 MiB) or more", i, c.ArenaBlocks)
+	case c.Contiguous && c.Max == 0:
+		return configErr("class %d: contiguous with max 0: want Max set", i)
+	case c.Contiguous && c.Max > maxArenaBytes/c.Size:
+		return configErr("class %d: max %d: want at most %d blocks of %d bytes in a contiguous arena", i, c.Max, maxArenaBytes/c.Size, c.Size)
+	case !c.Contiguous && c.ArenaBlocks > maxArenaBytes/c.Size:
+		return configErr("class %d: arena blocks %d: want at most %d blocks of %d bytes in an arena", i, c.ArenaBlocks, maxArenaBytes/c.Size, c.Size)
+	}
+	return nil
+}
 
 // Headroom returns the headroom Alloc reserves, in bytes.
 func (p *Pool) Headroom() int { return p.headroom }

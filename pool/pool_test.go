@@ -32,23 +32,47 @@ func newPool(t *testing.T, cfg pool.Config) *pool.Pool {
 	return p
 }
 
+// TestConfigErrors checks that New refuses each bad Config with an error that
+// wraps ErrConfig and names the field, its value and the rule.
 func TestConfigErrors(t *testing.T) {
-	bad := []pool.Config{
-		{Headroom: -2},
-		{Classes: []pool.Class{}},
-		{Classes: []pool.Class{{Size: 32}}},
-		{Classes: []pool.Class{{Size: 512}, {Size: 512}}},
-		{Classes: []pool.Class{{Size: 2048, Contiguous: true}}},
-		{Classes: []pool.Class{{Size: 100}}},
-		{Classes: []pool.Class{{Size: 512, Max: -1}}},
-		{PageSize: 100},
-		{CacheSize: 1},
-		{Classes: make([]pool.Class, 9)},
+	tests := []struct {
+		name string
+		cfg  pool.Config
+		want string
+	}{
+		{"negative headroom", pool.Config{Headroom: -2}, "pool: new: headroom -2: want 0 (the default), NoHeadroom (-1) or more"},
+		{"no classes", pool.Config{Classes: []pool.Class{}}, "pool: new: 0 size classes: want 1 to 8"},
+		{"nine classes", pool.Config{Classes: make([]pool.Class, 9)}, "pool: new: 9 size classes: want 1 to 8"},
+		{"small class", pool.Config{Classes: []pool.Class{{Size: 32}}}, "pool: new: class 0: size 32: want at least 64 bytes"},
+		{"small second class", pool.Config{Classes: []pool.Class{{Size: 512}, {Size: 63}}}, "pool: new: class 1: size 63: want at least 64 bytes"},
+		{"huge class", pool.Config{Classes: []pool.Class{{Size: math.MaxInt}}}, fmt.Sprintf("pool: new: class 0: size %d: want at most", math.MaxInt)},
+		{"duplicate class", pool.Config{Classes: []pool.Class{{Size: 512}, {Size: 2048}, {Size: 512}}}, "pool: new: classes 0 and 2: size 512 twice: want distinct sizes"},
+		{"contiguous without max", pool.Config{Classes: []pool.Class{{Size: 2048, Contiguous: true}}}, "pool: new: class 0: contiguous with max 0: want Max set"},
+		{"class within headroom", pool.Config{Classes: []pool.Class{{Size: 100}}}, "pool: new: class 0: size 100: want more than the headroom of 128 bytes"},
+		{"negative max", pool.Config{Classes: []pool.Class{{Size: 512, Max: -1}}}, "pool: new: class 0: max -1: want 0 (unbounded) or more"},
+		{"negative arena blocks", pool.Config{Classes: []pool.Class{{Size: 512, ArenaBlocks: -3}}}, "pool: new: class 0: arena blocks -3: want 0 (about 2 MiB) or more"},
+		{"arena overflows", pool.Config{Classes: []pool.Class{{Size: 1024, ArenaBlocks: math.MaxInt / 512}}}, fmt.Sprintf("pool: new: class 0: arena blocks %d: want at most", math.MaxInt/512)},
+		{"contiguous arena overflows", pool.Config{Classes: []pool.Class{{Size: 2048, Max: math.MaxInt, Contiguous: true}}}, fmt.Sprintf("pool: new: class 0: max %d: want at most", math.MaxInt)},
+		{"small page", pool.Config{PageSize: 100}, "pool: new: page size 100: want at least 4096 bytes"},
+		{"negative page", pool.Config{PageSize: -1}, "pool: new: page size -1: want at least 4096 bytes"},
+		{"huge page size", pool.Config{PageSize: math.MaxInt}, fmt.Sprintf("pool: new: page size %d: want at most", math.MaxInt)},
+		{"small cache", pool.Config{CacheSize: 1}, "pool: new: cache size 1: want at least 2"},
+		{"negative max pages", pool.Config{MaxPages: -1}, "pool: new: max pages -1: want 0 (unbounded) or more"},
 	}
-	for _, cfg := range bad {
-		if _, err := pool.New(cfg); !errors.Is(err, pool.ErrConfig) {
-			t.Errorf("New(%+v) = %v, want ErrConfig", cfg, err)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := pool.New(tt.cfg)
+			if err == nil {
+				p.Close()
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, pool.ErrConfig) {
+				t.Errorf("%v does not wrap ErrConfig", err)
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("error %q, want %q", err, tt.want)
+			}
+		})
 	}
 }
 
