@@ -41,7 +41,8 @@ type PingPongConfig struct {
 	Frame *header.UDPFrame
 
 	// Size is the UDP payload of each request in bytes, at least
-	// StampLen; 0 means DefaultSize.
+	// StampLen and, without Frame, at most MaxDatagram to an IPv4 Dst or
+	// MaxDatagram6 otherwise; 0 means DefaultSize.
 	Size int
 
 	// Iters is the number of measured round trips (0 means DefaultIters,
@@ -174,8 +175,8 @@ func (p *pinger) setup() error {
 	switch {
 	case p.size < StampLen:
 		return bad("size %d is below %d bytes (the stamp)", p.size, StampLen)
-	case !p.link && p.size > MaxDatagram:
-		return bad("size %d is over %d bytes, the largest UDP payload", p.size, MaxDatagram)
+	case !p.link && p.size > maxDatagram(cfg.Dst):
+		return bad("size %d is over %d bytes, the largest UDP payload", p.size, maxDatagram(cfg.Dst))
 	case cfg.Iters < 1 || cfg.Iters > MaxIters:
 		return bad("%d iterations: want 1 to %d", cfg.Iters, MaxIters)
 	case cfg.Duration < 0 || cfg.Timeout < 0 || cfg.Interval < 0:

@@ -30,10 +30,18 @@ const (
 	MaxFlows = 1 << 16
 	// MaxBurst is the largest burst (packets per doorbell).
 	MaxBurst = 1 << 12
-	// MaxDatagram is the largest UDP payload the generator sends over a
-	// datagram device, in bytes: 65535 less the IPv4 and UDP headers, the
-	// most one IPv4 datagram holds.
+	// MaxDatagram is the largest UDP payload the engines send to an IPv4
+	// destination over a datagram device, in bytes: 65535 less the IPv4
+	// and UDP headers, the most one IPv4 packet holds (RFC 791 total
+	// length).
 	MaxDatagram = 65535 - 20 - 8
+	// MaxDatagram6 is the largest UDP payload the engines send to an
+	// IPv6 destination, or to the device's own destination, over a
+	// datagram device, in bytes: 65535 less the UDP header, as the IPv6
+	// payload length counts the UDP header but no IP header (RFC 8200
+	// section 3; no jumbograms). A device refuses a datagram longer than
+	// its destination's family carries.
+	MaxDatagram6 = 65535 - 8
 	// failFast is how many transmit errors with nothing sent end a run.
 	failFast = 64
 	// gsoMaxSegs is the most datagrams in one GSO super-packet: the
@@ -62,8 +70,9 @@ type PktgenConfig struct {
 	Frame *header.UDPFrame
 
 	// Size is the UDP payload of every packet in bytes, at least
-	// StampLen; 0 means DefaultSize. IMIX, when not empty, replaces it
-	// with a mix of sizes.
+	// StampLen and, on a datagram device, at most MaxDatagram to an IPv4
+	// Dst or MaxDatagram6 otherwise; 0 means DefaultSize. IMIX, when not
+	// empty, replaces it with a mix of sizes.
 	Size int
 	IMIX []IMIXEntry
 
@@ -274,8 +283,8 @@ func (g *Pktgen) setup() error {
 		if err := checkIMIXEntry(e); err != nil {
 			return err
 		}
-		if !g.link && e.Size > MaxDatagram {
-			return bad("size %d is over %d bytes, the largest UDP payload", e.Size, MaxDatagram)
+		if m := maxDatagram(cfg.Dst); !g.link && e.Size > m {
+			return bad("size %d is over %d bytes, the largest UDP payload", e.Size, m)
 		}
 	}
 	sizes := schedule(mix)
@@ -325,6 +334,17 @@ func (g *Pktgen) setup() error {
 	}
 	g.flowLeft = g.flowLen
 	return nil
+}
+
+// maxDatagram returns the largest UDP payload the engines send to dst
+// over a datagram device: MaxDatagram to an IPv4 (or IPv4-mapped)
+// address, MaxDatagram6 to an IPv6 one or, dst zero, to the device's own
+// destination, whose family the engines do not know.
+func maxDatagram(dst netip.AddrPort) int {
+	if dst.IsValid() && dst.Addr().Unmap().Is4() {
+		return MaxDatagram
+	}
+	return MaxDatagram6
 }
 
 // cmp0 returns v, or def when v is zero.

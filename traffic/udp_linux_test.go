@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -236,5 +237,64 @@ func TestUDPZeroAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(200, step); n != 0 {
 		t.Errorf("%v allocations per burst, want 0", n)
+	}
+}
+
+// TestUDPLargestDatagram sends the largest UDP payload of each family over
+// loopback, with the generator and the ping-pong client: 65507 bytes over
+// IPv4 and 65527 over IPv6, whose payload length holds no IP header. A
+// byte more is a config error.
+func TestUDPLargestDatagram(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		max  int
+	}{
+		{"127.0.0.1:0", MaxDatagram},
+		{"[::1]:0", MaxDatagram6},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			local := netip.MustParseAddrPort(tc.addr)
+			if local.Addr().Is6() {
+				d, err := udp.Open(udp.Config{Local: local})
+				if err != nil {
+					t.Skipf("no IPv6 loopback: %v", err)
+				}
+				d.Close()
+			}
+			rx := openUDP(t, udp.Config{Local: local, RecvSize: udp.MaxDatagram6, RcvBuf: 4 << 20})
+			tx := openUDP(t, udp.Config{Local: local})
+			if _, err := NewPktgen(tx, PktgenConfig{Dst: rx.LocalAddr(), Size: tc.max + 1}); !errors.Is(err, ErrConfig) {
+				t.Errorf("size %d: %v, want ErrConfig", tc.max+1, err)
+			}
+			g, err := NewPktgen(tx, PktgenConfig{Dst: rx.LocalAddr(), Size: tc.max, Count: 20, Rate: 2000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := sinkAsync(t, []netdev.Device{rx}, SinkConfig{Count: 20, Duration: 5 * time.Second})
+			gr, err := g.Run(context.Background())
+			g.Close()
+			sr := <-ch
+			if err != nil || gr.Packets != 20 || gr.Errors != 0 || sr.Packets != 20 || sr.Bytes != uint64(20*tc.max) {
+				t.Errorf("pktgen %+v, %v; sink %+v", gr, err, sr)
+			}
+
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				Echo(ctx, rx, EchoConfig{})
+				close(done)
+			}()
+			cli := openUDP(t, udp.Config{Local: local, RecvSize: udp.MaxDatagram6})
+			_, err = PingPong(context.Background(), cli, PingPongConfig{Dst: rx.LocalAddr(), Size: tc.max + 1})
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("pingpong size %d: %v, want ErrConfig", tc.max+1, err)
+			}
+			r, err := PingPong(context.Background(), cli, PingPongConfig{Dst: rx.LocalAddr(), Size: tc.max, Iters: 5, Warmup: -1})
+			cancel()
+			<-done
+			if err != nil || r.Iters != 5 || r.Lost != 0 {
+				t.Errorf("pingpong: %+v, %v", r, err)
+			}
+		})
 	}
 }

@@ -152,8 +152,6 @@ func (o *pingpongOpts) check(cmd *cobra.Command) error {
 		return errors.New("pingpong: --size, --iters, --warmup and --timeout are for the client")
 	case !o.server && (changed("idle") || changed("count")):
 		return errors.New("pingpong: --idle and --count are for the server")
-	case o.size < traffic.StampLen || o.size > traffic.MaxDatagram:
-		return fmt.Errorf("pingpong: -s %d: want %d to %d bytes", o.size, traffic.StampLen, traffic.MaxDatagram)
 	case o.iters < 1 || o.iters > traffic.MaxIters:
 		return fmt.Errorf("pingpong: -n %d: want 1 to %d", o.iters, traffic.MaxIters)
 	case o.warmup < -1:
@@ -239,6 +237,8 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return fmt.Errorf("pingpong: --connect %q: port 0 is not a number from 1 to 65535", o.connect)
 	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
 		return fmt.Errorf("pingpong: --connect %q: want a unicast address, not %v", o.connect, dst.Addr())
+	case o.size < traffic.StampLen || o.size > maxPayload(dst.Addr()):
+		return fmt.Errorf("pingpong: -s %d: want %d to %d bytes (%s)", o.size, traffic.StampLen, maxPayload(dst.Addr()), payloadLimit(dst.Addr()))
 	}
 	if f.dstMAC != "" && !spec.link() {
 		return errors.New("pingpong: --dst-mac needs a link-layer device (afpacket or afxdp)")

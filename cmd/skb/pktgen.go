@@ -104,8 +104,6 @@ func (o *pktgenOpts) check(cmd *cobra.Command) error {
 	switch {
 	case o.imix != "" && cmd.Flags().Changed("size"):
 		return errors.New("pktgen: give --size or --imix, not both")
-	case o.size < traffic.StampLen || o.size > traffic.MaxDatagram:
-		return fmt.Errorf("pktgen: --size %d: want %d to %d bytes", o.size, traffic.StampLen, traffic.MaxDatagram)
 	case o.flows < 1 || o.flows > traffic.MaxFlows:
 		return fmt.Errorf("pktgen: --flows %d: want 1 to %d", o.flows, traffic.MaxFlows)
 	case o.flowLen < 1:
@@ -183,6 +181,8 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: --dst %v with %d flows: ports must lie in 1 to 65535", dst, o.flows)
 	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
 		return fmt.Errorf("pktgen: --dst %v: want a unicast address", dst)
+	case o.size < traffic.StampLen || o.size > maxPayload(dst.Addr()):
+		return fmt.Errorf("pktgen: --size %d: want %d to %d bytes (%s)", o.size, traffic.StampLen, maxPayload(dst.Addr()), payloadLimit(dst.Addr()))
 	case o.gso && spec.kind != devUDP:
 		return fmt.Errorf("pktgen: --gso needs --dev udp (link-layer devices send frames as they are)")
 	case spec.kind != devUDP && spec.kind != devMemring && f.src != "" && !spec.link():

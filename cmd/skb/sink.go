@@ -205,6 +205,24 @@ func recvSize(a netip.Addr) int {
 	return udp.MaxDatagram6
 }
 
+// maxPayload returns the largest UDP payload pktgen and the pingpong
+// client send to a, in bytes: udp.MaxDatagram4 to an IPv4 address,
+// udp.MaxDatagram6 to an IPv6 one, as the udp device takes them.
+func maxPayload(a netip.Addr) int {
+	if a.Unmap().Is4() {
+		return udp.MaxDatagram4
+	}
+	return udp.MaxDatagram6
+}
+
+// payloadLimit says where maxPayload(a) comes from, for the messages.
+func payloadLimit(a netip.Addr) string {
+	if a.Unmap().Is4() {
+		return "the largest UDP payload over IPv4"
+	}
+	return "the largest UDP payload over IPv6"
+}
+
 // rxTruncated returns the packets devs dropped as longer than their receive
 // buffers, the sum of their rx_truncated counters.
 func rxTruncated(devs []netdev.Device) uint64 {

@@ -307,12 +307,17 @@ func TestMemringCLI(t *testing.T) {
 // pktgen and the pingpong client can send, up to the largest, not only
 // those that fit the driver's default 1920-byte receive buffers.
 func TestBigDatagrams(t *testing.T) {
-	for _, size := range []string{"9000", "65507"} {
-		t.Run("sink "+size, func(t *testing.T) {
-			addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1))
+	for _, tc := range []struct{ host, size string }{
+		{"127.0.0.1", "9000"},
+		{"127.0.0.1", "65507"},
+		{"::1", "65527"}, // IPv6: no IP header within the 65535 bytes
+	} {
+		name := tc.host + " " + tc.size
+		t.Run("sink "+name, func(t *testing.T) {
+			addr := net.JoinHostPort(tc.host, strconv.Itoa(freePorts(t, 1)))
 			sink := startBg(t, exec.Command(buildSkb(t), "sink", "--json", "--listen", addr, "-n", "200", "-t", "10s"))
 			time.Sleep(200 * time.Millisecond)
-			_, gr := ndjson(t, mustSkb(t, "pktgen", "--json", "--dst", addr, "-s", size, "-n", "200", "-r", "5000", "-t", "10s"))
+			_, gr := ndjson(t, mustSkb(t, "pktgen", "--json", "--dst", addr, "-s", tc.size, "-n", "200", "-r", "5000", "-t", "10s"))
 			_, sr := ndjson(t, sink.wait(t))
 			if num(gr, "packets") != 200 || num(sr, "packets") != 200 || num(sr, "bytes") != num(gr, "bytes") ||
 				num(sr, "dropped") != 0 || num(sr, "truncated") != 0 {
@@ -322,11 +327,11 @@ func TestBigDatagrams(t *testing.T) {
 				t.Errorf("sink result has no truncated field: %v", sr)
 			}
 		})
-		t.Run("pingpong "+size, func(t *testing.T) {
-			addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1))
+		t.Run("pingpong "+name, func(t *testing.T) {
+			addr := net.JoinHostPort(tc.host, strconv.Itoa(freePorts(t, 1)))
 			srv := startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", addr, "-t", "10s", "--count", "55"))
 			time.Sleep(200 * time.Millisecond)
-			_, r := ndjson(t, mustSkb(t, "pingpong", "--json", "--connect", addr, "-s", size, "-n", "50", "--timeout", "2s", "-t", "10s"))
+			_, r := ndjson(t, mustSkb(t, "pingpong", "--json", "--connect", addr, "-s", tc.size, "-n", "50", "--timeout", "2s", "-t", "10s"))
 			if sout := srv.wait(t); num(r, "iters") != 50 || num(r, "lost") != 0 || !strings.Contains(sout, "echoed 55 packets") {
 				t.Errorf("client %v\nserver %s", r, sout)
 			}
@@ -430,6 +435,10 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--size", "10"}, "--size 10"},
 		{[]string{"pktgen", "--size", "x"}, "invalid argument"},
 		{[]string{"pktgen", "--size", "70000"}, "--size 70000"},
+		{[]string{"pktgen", "--size", "65508"}, "--size 65508: want 28 to 65507 bytes (the largest UDP payload over IPv4)"},
+		{[]string{"pktgen", "--size", "65528", "--dst", "[::1]:9"}, "--size 65528: want 28 to 65527 bytes (the largest UDP payload over IPv6)"},
+		{[]string{"pingpong", "--size", "65508"}, "want 28 to 65507 bytes (the largest UDP payload over IPv4)"},
+		{[]string{"pingpong", "--size", "65528", "--connect", "[::1]:9"}, "want 28 to 65527 bytes (the largest UDP payload over IPv6)"},
 		{[]string{"pktgen", "--burst", "0"}, "--burst 0"},
 		{[]string{"pktgen", "--flows", "0"}, "--flows 0"},
 		{[]string{"pktgen", "--rate", "-1"}, "--rate -1"},
