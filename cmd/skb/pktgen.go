@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,9 +102,12 @@ before it sends anything. --allow-any-dst lifts that for a network you own.
 }
 
 func (o *pktgenOpts) check(cmd *cobra.Command) error {
+	changed := cmd.Flags().Changed
 	switch {
-	case o.imix != "" && cmd.Flags().Changed("size"):
+	case changed("imix") && changed("size"):
 		return errors.New("pktgen: give --size or --imix, not both")
+	case changed("imix") && strings.TrimSpace(o.imix) == "":
+		return errors.New("pktgen: --imix: empty list")
 	case o.flows < 1 || o.flows > traffic.MaxFlows:
 		return fmt.Errorf("pktgen: --flows %d: want 1 to %d", o.flows, traffic.MaxFlows)
 	case o.flowLen < 1:
@@ -200,6 +204,11 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	if o.imix != "" {
 		if cfg.IMIX, err = traffic.ParseIMIX(o.imix); err != nil {
 			return fmt.Errorf("pktgen: --imix: %w", err)
+		}
+		for _, e := range cfg.IMIX {
+			if e.Size > maxPayload(dst.Addr()) {
+				return fmt.Errorf("pktgen: --imix: size %d is over %d bytes (%s)", e.Size, maxPayload(dst.Addr()), payloadLimit(dst.Addr()))
+			}
 		}
 	}
 	ncfg := netdev.Config{Batch: max(netdev.DefaultBatch, o.burst)}
