@@ -153,7 +153,7 @@ func (o *pingpongOpts) check(cmd *cobra.Command) error {
 	case !o.server && (changed("idle") || changed("count")):
 		return errors.New("pingpong: --idle and --count are for the server")
 	case o.iters < 1 || o.iters > traffic.MaxIters:
-		return fmt.Errorf("pingpong: -n %d: want 1 to %d", o.iters, traffic.MaxIters)
+		return fmt.Errorf("pingpong: --iters %d: want 1 to %d", o.iters, traffic.MaxIters)
 	case o.warmup < -1:
 		return fmt.Errorf("pingpong: --warmup %d: want -1 (none), 0 (default) or more", o.warmup)
 	case changed("duration") && o.duration <= 0:
@@ -233,12 +233,10 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return fmt.Errorf("pingpong: %w", err)
 	}
 	switch {
-	case dst.Port() == 0:
-		return fmt.Errorf("pingpong: --connect %q: port 0 is not a number from 1 to 65535", o.connect)
 	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
-		return fmt.Errorf("pingpong: --connect %q: want a unicast address, not %v", o.connect, dst.Addr())
+		return fmt.Errorf("pingpong: --connect %v: want a unicast address", dst)
 	case o.size < traffic.StampLen || o.size > maxPayload(dst.Addr()):
-		return fmt.Errorf("pingpong: -s %d: want %d to %d bytes (%s)", o.size, traffic.StampLen, maxPayload(dst.Addr()), payloadLimit(dst.Addr()))
+		return fmt.Errorf("pingpong: --size %d: want %d to %d bytes (%s)", o.size, traffic.StampLen, maxPayload(dst.Addr()), payloadLimit(dst.Addr()))
 	}
 	if f.dstMAC != "" && !spec.link() {
 		return errors.New("pingpong: --dst-mac needs a link-layer device (afpacket or afxdp)")
@@ -287,7 +285,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", err)
 		}
-		if err := checkFrameSize(fmt.Sprintf("-s %d", o.size), spec, d, o.size, dst.Addr().Is6()); err != nil {
+		if err := checkFrameSize(fmt.Sprintf("--size %d", o.size), spec, d, o.size, dst.Addr().Is6()); err != nil {
 			d.Close()
 			return fmt.Errorf("pingpong: %w", err)
 		}

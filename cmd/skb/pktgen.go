@@ -179,8 +179,6 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: %w", err)
 	}
 	switch {
-	case dst.Port() == 0:
-		return fmt.Errorf("pktgen: --dst %v: port 0 is not a number from %s", dst, portRange("dst"))
 	case int(dst.Port())+o.flows-1 > 0xffff:
 		return fmt.Errorf("pktgen: --dst %v with %d flows: ports must lie in 1 to 65535", dst, o.flows)
 	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
@@ -263,7 +261,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		if err != nil {
 			return fmt.Errorf("pktgen: %w", err)
 		}
-		size, what := o.size, fmt.Sprintf("-s %d", o.size)
+		size, what := o.size, fmt.Sprintf("--size %d", o.size)
 		if cfg.IMIX != nil {
 			size = 0
 			for _, e := range cfg.IMIX {

@@ -150,7 +150,9 @@ func parseDev(s, kinds string) (devSpec, error) {
 }
 
 // parseAddrPort parses an IP:PORT flag value ("localhost" is 127.0.0.1).
-// The address is unmapped from IPv4-in-IPv6.
+// The address is unmapped from IPv4-in-IPv6. A port outside portRange(flag)
+// (0 for a destination) is refused as one that is not a number, the value
+// quoted as given, as every other value it cannot take.
 func parseAddrPort(flag, s string) (netip.AddrPort, error) {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
@@ -164,7 +166,7 @@ func parseAddrPort(flag, s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("--%s %q: %q is not an IP address", flag, s, host)
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
+	if err != nil || (p == 0 && !kernelPicksPort(flag)) {
 		return netip.AddrPort{}, fmt.Errorf("--%s %q: port %q is not a number from %s", flag, s, port, portRange(flag))
 	}
 	return netip.AddrPortFrom(a.Unmap(), uint16(p)), nil
@@ -174,11 +176,15 @@ func parseAddrPort(flag, s string) (netip.AddrPort, error) {
 // "0 to 65535" where 0 lets the kernel pick one (--listen, --src), "1 to
 // 65535" for a destination.
 func portRange(flag string) string {
-	if flag == "listen" || flag == "src" {
+	if kernelPicksPort(flag) {
 		return "0 to 65535"
 	}
 	return "1 to 65535"
 }
+
+// kernelPicksPort reports whether the flag named flag takes port 0, for
+// the kernel to pick one: --listen and --src do, a destination does not.
+func kernelPicksPort(flag string) bool { return flag == "listen" || flag == "src" }
 
 // parseSrc parses --src: ADDR or ADDR:PORT.
 func parseSrc(s string) (netip.AddrPort, error) {
@@ -526,8 +532,8 @@ func maxFrame(dev netdev.Device) (int, bool) {
 }
 
 // checkFrameSize refuses, before a link-layer sender sends anything, UDP
-// payloads of size bytes (what names them as the user gave them, such as
-// "-s 2000") in frames longer than dev sends (maxFrame), which the
+// payloads of size bytes (what names them by the flag's long name, such as
+// "--size 2000") in frames longer than dev sends (maxFrame), which the
 // driver would refuse one by one as too big, or fail to allocate.
 func checkFrameSize(what string, spec devSpec, dev netdev.Device, size int, v6 bool) error {
 	limit, ok := maxFrame(dev)

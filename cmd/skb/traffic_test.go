@@ -457,7 +457,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--dst", "nonsense"}, "want IP:PORT"},
 		{[]string{"pktgen", "--dst", "example.com:9000"}, "not an IP address"},
 		{[]string{"pktgen", "--dst", "127.0.0.1:99999"}, `port "99999" is not a number from 1 to 65535`},
-		{[]string{"pktgen", "--dst", "127.0.0.1:0"}, "--dst 127.0.0.1:0: port 0 is not a number from 1 to 65535"},
+		{[]string{"pktgen", "--dst", "127.0.0.1:0"}, `--dst "127.0.0.1:0": port "0" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--connect", "127.0.0.1:65536"}, `port "65536" is not a number from 1 to 65535`},
 		{[]string{"sink", "--listen", "127.0.0.1:65536"}, `port "65536" is not a number from 0 to 65535`},
 		{[]string{"pktgen", "--src", "192.0.2.1"}, "skb: pktgen: --src 192.0.2.1 is not an address of this host"},
@@ -502,12 +502,14 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"sink", "--listen", "127.0.0.1:0", "--flows", "2"}, "--flows needs"},
 		{[]string{"pingpong", "--server", "--connect", "127.0.0.1:9"}, "--server takes --listen"},
 		{[]string{"pingpong", "--listen", "127.0.0.1:9"}, "--listen needs --server"},
-		{[]string{"pingpong", "-s", "4"}, "-s 4"},
-		{[]string{"pingpong", "-n", "0"}, "-n 0"},
+		{[]string{"pingpong", "-s", "4"}, "skb: pingpong: --size 4: want 28 to 65507 bytes"},
+		{[]string{"pingpong", "-n", "0"}, "skb: pingpong: --iters 0: want 1 to"},
+		{[]string{"pingpong", "--iters", "0"}, "skb: pingpong: --iters 0: want 1 to"},
+		{[]string{"pktgen", "-s", "10"}, "skb: pktgen: --size 10: want 28 to 65507 bytes"},
 		{[]string{"pingpong", "--timeout", "0s"}, "--timeout"},
 		{[]string{"pingpong", "--count", "5"}, "--count are for the server"},
-		{[]string{"pingpong", "--connect", "127.0.0.1:0"}, "port 0 is not a number from 1 to 65535"},
-		{[]string{"pingpong", "--connect", "224.0.0.1:9100"}, "want a unicast address, not 224.0.0.1"},
+		{[]string{"pingpong", "--connect", "127.0.0.1:0"}, `skb: pingpong: --connect "127.0.0.1:0": port "0" is not a number from 1 to 65535`},
+		{[]string{"pingpong", "--connect", "224.0.0.1:9100"}, "skb: pingpong: --connect 224.0.0.1:9100: want a unicast address\n"},
 		{[]string{"pingpong", "--connect", "8.8.8.8:9100"}, "--allow-any-dst"},
 		{[]string{"pingpong", "--connect", "[2001:db8::1]:9100"}, "--allow-any-dst"},
 		{[]string{"pingpong", "--connect", fmt.Sprintf("127.0.0.1:%d", closed)}, "is `skb pingpong --server` running there?"},
@@ -516,6 +518,8 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--dev", "memring", "--warmup", "100000000", "-n", "10", "-t", "0.3"},
 			"skb: pingpong: no round trip measured: --duration 300ms ran out before the 100000000 warm-up round trips (--warmup)"},
 	}
+	// A flag is named by its long name, as the user may have given either.
+	short := regexp.MustCompile(`(^|[ "(])-[a-zA-Z]( |:|$)`)
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			out, errOut, code := skb(t, tc.args...)
@@ -529,6 +533,8 @@ func TestTrafficBadFlags(t *testing.T) {
 				t.Errorf("stderr has a Go panic: %q", errOut)
 			case !strings.Contains(errOut, tc.want):
 				t.Errorf("stderr %q does not say %q", errOut, tc.want)
+			case short.MatchString(lines[0]):
+				t.Errorf("stderr %q names a flag by its short name", errOut)
 			}
 		})
 	}
@@ -636,17 +642,17 @@ func TestLinkLayerCLI(t *testing.T) {
 			args []string
 			want string
 		}{
-			{[]string{"pktgen", "--dev", devA, "-s", "1473"}, "skb: pktgen: -s 1473: packet too big for the device: --dev " + devA +
+			{[]string{"pktgen", "--dev", devA, "-s", "1473"}, "skb: pktgen: --size 1473: packet too big for the device: --dev " + devA +
 				" sends frames of up to 1514 bytes, UDP payloads of up to 1472 bytes over IPv4\n"},
-			{[]string{"pktgen", "--dev", devA, "-s", "2000"}, "skb: pktgen: -s 2000: packet too big for the device: --dev " + devA},
+			{[]string{"pktgen", "--dev", devA, "-s", "2000"}, "skb: pktgen: --size 2000: packet too big for the device: --dev " + devA},
 			{[]string{"pktgen", "--dev", devA, "--imix", "64:1,3000:1"}, "skb: pktgen: --imix size 3000: packet too big for the device"},
 			// The same limit as afpacket: the driver's room for a VLAN tag
 			// is not for the tool's untagged frames.
-			{[]string{"pktgen", "--dev", devX, "-s", "1473"}, "skb: pktgen: -s 1473: packet too big for the device: --dev " + devX +
+			{[]string{"pktgen", "--dev", devX, "-s", "1473"}, "skb: pktgen: --size 1473: packet too big for the device: --dev " + devX +
 				":0 sends frames of up to 1514 bytes, UDP payloads of up to 1472 bytes over IPv4\n"},
-			{[]string{"pktgen", "--dev", devX, "-s", "2000"}, "skb: pktgen: -s 2000: packet too big for the device: --dev " + devX},
-			{[]string{"pingpong", "--dev", devA, "--connect", "198.18.0.2:9100", "-s", "2000"}, "skb: pingpong: -s 2000: packet too big for the device"},
-			{[]string{"pingpong", "--dev", devX, "--connect", "198.18.0.2:9100", "-s", "2000"}, "skb: pingpong: -s 2000: packet too big for the device"},
+			{[]string{"pktgen", "--dev", devX, "-s", "2000"}, "skb: pktgen: --size 2000: packet too big for the device: --dev " + devX},
+			{[]string{"pingpong", "--dev", devA, "--connect", "198.18.0.2:9100", "-s", "2000"}, "skb: pingpong: --size 2000: packet too big for the device"},
+			{[]string{"pingpong", "--dev", devX, "--connect", "198.18.0.2:9100", "-s", "2000"}, "skb: pingpong: --size 2000: packet too big for the device"},
 			// A veth allocates a queue per CPU and uses one.
 			{[]string{"pktgen", "--dev", devX + ":1", "-n", "1"}, fmt.Sprintf("skb: pktgen: --dev %s:1: %s has 1 transmit queue: give a queue from 0 to 0", devX, l.A.Ifname)},
 			{[]string{"sink", "--dev", devX + ":1"}, fmt.Sprintf("skb: sink: --dev %s:1: %s has 1 queue: give a queue from 0 to 0", devX, l.A.Ifname)},
