@@ -60,6 +60,12 @@ type Options struct {
 	// leaves them out.
 	RefDir string
 
+	// Tool is the path of the skb tool, for the variants that run skb's
+	// receiver as a process of its own (`skb sink`), pinned to its CPU as
+	// the C receivers run: the skb command sets it to itself. Empty leaves
+	// those variants out.
+	Tool string
+
 	// SenderCPU and ReceiverCPU are the CPUs the sending and the
 	// receiving thread (and C program) are pinned to. NoPin leaves a side
 	// unpinned; both zero means CPU 0 and CPU 1, unpinned on a machine

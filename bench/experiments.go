@@ -329,10 +329,10 @@ func catalog() []Experiment {
 		{
 			Name: "c-afxdp", Lab: true, Ref: true,
 			Title:   "AF_XDP -> AF_XDP beside the C reference (xsk_tx -k 64 -> xsk_rx -w usleep:50), NAPI in softirq and threaded",
-			Shows:   "the same waiting policy on both: the receiver sleeps 50 us when its ring is empty; then both again with B's NAPI threaded. Both receivers read each frame where the kernel wrote it in the UMEM (skb's with copybreak off). The ratio is skb over C.",
+			Shows:   "the same waiting policy on both: the receiver sleeps 50 us when its ring is empty; then both again with B's NAPI threaded. Both receivers read each frame where the kernel wrote it in the UMEM (skb's with copybreak off). skb's sender and receiver run in the bench's process; with the skb tool at hand (skb bench), also as skb pktgen and skb sink processes pinned to their CPUs, as the C programs run. The ratio is skb over C.",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
-				return []variant{
+				v := []variant{
 					{name: "C xsk_tx -> xsk_rx", run: cXskRun(false)},
 					{name: "skb -> skb", ref: "C xsk_tx -> xsk_rx", run: afxdpRun(false),
 						targets: map[string]Target{mRxPPS.Name: {Min: 0.9}}},
@@ -340,6 +340,11 @@ func catalog() []Experiment {
 					{name: "skb, threaded NAPI", ref: "C, threaded NAPI", run: afxdpRun(true),
 						targets: map[string]Target{mRxPPS.Name: {Min: 0.9}}},
 				}
+				if e.opts.Tool != "" {
+					v = append(v, variant{name: "skb processes, threaded NAPI", ref: "C, threaded NAPI", run: afxdpProcRun(true),
+						targets: map[string]Target{mRxPPS.Name: {Min: 0.9}}})
+				}
+				return v
 			},
 		},
 	}

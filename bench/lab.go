@@ -2,9 +2,14 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/skbdev/skb/driver/afpacket"
 	"github.com/skbdev/skb/driver/afxdp"
@@ -219,6 +224,128 @@ func afxdpRun(threaded bool) func(context.Context, *env) (sample, error) {
 		defer tx.Close()
 		return le.flow(ctx, e, tx, rx, 64)
 	})
+}
+
+// afxdpProcRun returns a run of `skb pktgen` on A's AF_XDP device (burst
+// 64) into `skb sink` on B's, each run as a process of its own
+// (Options.Tool) pinned to its CPU, as xsk_tx and xsk_rx run: the same
+// waiting policy as afxdpRun's sink (50 us naps), copybreak off, a Poll
+// budget of 512. afxdpRun's sender and receiver share the bench's Go
+// runtime: a goroutine locked to its thread, as they are, gives its thread
+// up and gets it back through another thread each time the runtime preempts
+// it (every 10 ms of running), and the runtime's other threads are not
+// pinned; on a CPU shared with B's NAPI thread, each such hand-off can leave
+// the ring unserved for milliseconds. A process of one CPU has one thread of
+// Go code on it and none of that. The figures are the tools' own results:
+// pps over the first to the last packet, and each process's whole CPU time
+// per packet, as the C programs report them.
+func afxdpProcRun(threaded bool) func(context.Context, *env) (sample, error) {
+	return labRun(func(ctx context.Context, e *env, le *labEnv) (sample, error) {
+		a, b := &le.l.A, &le.l.B
+		dst := netip.AddrPortFrom(b.Addr, labPort).String()
+		recv, err := e.startProc(ctx, e.receiver, b, "skb sink", e.opts.Tool, "sink",
+			"--dev", "afxdp:"+b.Ifname, "--copybreak", "0", "--listen", dst,
+			"--duration", secsArg(e.dur+5*time.Second), "--idle", "300ms", "--json")
+		if err != nil {
+			return nil, err
+		}
+		defer recv.stop()
+		if err := waitXDP(b, recv, 3*time.Second); err != nil {
+			return nil, err
+		}
+		if threaded {
+			if err := le.threaded(e); err != nil {
+				return nil, err
+			}
+			defer le.l.SetThreaded(false)
+		}
+		send, err := e.startProc(ctx, e.sender, a, "skb pktgen", e.opts.Tool, "pktgen",
+			"--dev", "afxdp:"+a.Ifname, "--dst", dst, "--burst", "64", "--no-udp-csum",
+			"--duration", secsArg(e.dur), "--json")
+		if err != nil {
+			return nil, err
+		}
+		defer send.stop()
+		sout, serr := send.wait(e.dur + 10*time.Second)
+		rout, rerr := recv.wait(6 * time.Second)
+		if err := errors.Join(serr, rerr); err != nil {
+			return nil, err
+		}
+		st, err := toolResult(sout, "skb pktgen")
+		if err != nil {
+			return nil, err
+		}
+		rt, err := toolResult(rout, "skb sink")
+		if err != nil {
+			return nil, err
+		}
+		if st.Packets == 0 || rt.Packets == 0 {
+			return nil, fmt.Errorf("%w: skb pktgen sent %d packets, skb sink counted %d", ErrNoResult, st.Packets, rt.Packets)
+		}
+		return sample{
+			mTxPPS.Name: st.PPS, mTxCPU.Name: st.cpuPer(),
+			mRxPPS.Name: rt.PPS, mRxCPU.Name: rt.cpuPer(),
+		}, nil
+	})
+}
+
+// waitXDP waits until a program is attached to h's interface, which the
+// AF_XDP device of the process p does as the last step of its Open (its
+// socket bound, its fill ring full), or returns an error with p's output
+// when p exits first or timeout passes.
+func waitXDP(h *lab.Host, p *cProc, timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(5 * time.Millisecond) {
+		var attached bool
+		err := h.Do(func() error {
+			l, err := netlink.LinkByName(h.Ifname)
+			if err != nil {
+				return err
+			}
+			x := l.Attrs().Xdp
+			attached = x != nil && (x.Attached || x.ProgId != 0)
+			return nil
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: look for its XDP program: %w", p.name, err)
+		case attached:
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before it attached its XDP program: %s", p.name, oneLine(strings.TrimSpace(p.out.String()+" "+p.err.String())))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not attach its XDP program within %v", p.name, timeout)
+		}
+	}
+}
+
+// toolFigures is what the bench reads of the result object `skb pktgen
+// --json` and `skb sink --json` end with.
+type toolFigures struct {
+	Type    string  `json:"type"`
+	Packets uint64  `json:"packets"`
+	PPS     float64 `json:"pps"`
+	CPUUser float64 `json:"cpu_user"` // seconds
+	CPUSys  float64 `json:"cpu_sys"`  // seconds
+}
+
+// cpuPer returns the process's CPU time per packet, in ns.
+func (f toolFigures) cpuPer() float64 {
+	return (f.CPUUser + f.CPUSys) * 1e9 / float64(f.Packets)
+}
+
+// toolResult returns the result object of a tool's --json output.
+func toolResult(out, name string) (toolFigures, error) {
+	for _, line := range strings.Split(out, "\n") {
+		var r toolFigures
+		if json.Unmarshal([]byte(line), &r) == nil && r.Type == "result" {
+			return r, nil
+		}
+	}
+	return toolFigures{}, fmt.Errorf("%w: no result object in %s's output %q", ErrNoResult, name, oneLine(strings.TrimSpace(out)))
 }
 
 // cAFPacketRun returns a run of afp_send -m mmsg -b 64 on A into afp_recv

@@ -2,9 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +49,56 @@ func TestRunLabCancelled(t *testing.T) {
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	if stem := fmt.Sprintf("skb%d_", os.Getpid()); strings.Contains(string(out), stem) {
 		t.Errorf("a lab of this process is left:\n%s", out)
+	}
+}
+
+// TestProcRun builds the skb tool and runs the AF_XDP variant that runs
+// `skb pktgen` and `skb sink` as processes of their own, briefly, with B's
+// NAPI threaded: both figures of both sides come back, and nothing of the
+// run is left (lab, processes). It needs root and builds the tool with the
+// go command.
+func TestProcRun(t *testing.T) {
+	labtest.RequireRoot(t)
+	labtest.RequireTool(t, "ip", "iproute2")
+	tool := filepath.Join(t.TempDir(), "skb")
+	build := exec.Command("go", "build", "-o", tool, "github.com/skbdev/skb/cmd/skb")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the tool: %v\n%s", err, out)
+	}
+	le, err := newLabEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer le.close()
+	e := &env{opts: Options{Tool: tool}, dur: 300 * time.Millisecond, sender: 0, receiver: 1, lab: le}
+	if runtime.NumCPU() < 2 {
+		e.sender, e.receiver = NoPin, NoPin
+	}
+	s, err := afxdpProcRun(true)(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []Metric{mTxPPS, mRxPPS, mTxCPU, mRxCPU} {
+		if s[m.Name] <= 0 {
+			t.Errorf("%s is %v; want a positive figure (sample %v)", m.Name, s[m.Name], s)
+		}
+	}
+	if s[mRxPPS.Name] > 1.05*s[mTxPPS.Name] {
+		t.Errorf("rx pps %.0f above tx pps %.0f", s[mRxPPS.Name], s[mTxPPS.Name])
+	}
+}
+
+// TestToolResult reads the result object out of a tool's --json output and
+// says so when there is none.
+func TestToolResult(t *testing.T) {
+	out := `{"type":"interval","packets":10,"pps":10}
+{"type":"result","packets":1000,"pps":2000.5,"cpu_user":0.25,"cpu_sys":0.75}
+`
+	r, err := toolResult(out, "skb sink")
+	if err != nil || r.Packets != 1000 || r.PPS != 2000.5 || r.cpuPer() != 1e6 {
+		t.Fatalf("toolResult: %+v, %v; cpu per packet %v", r, err, r.cpuPer())
+	}
+	if _, err := toolResult(`{"type":"interval"}`+"\nskb: sink: oops\n", "skb sink"); !errors.Is(err, ErrNoResult) || !strings.Contains(err.Error(), "skb sink") {
+		t.Fatalf("no result object: %v", err)
 	}
 }

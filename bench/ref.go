@@ -67,7 +67,8 @@ func parseFigures(out, word string) (map[string]float64, error) {
 	return nil, fmt.Errorf("%w: no %s line in %q", ErrNoResult, word, oneLine(strings.TrimSpace(out)))
 }
 
-// cProc is a C reference program running, pinned to a CPU.
+// cProc is a program the bench runs beside itself, pinned to a CPU: a C
+// reference, or the skb tool.
 type cProc struct {
 	name     string
 	cmd      *exec.Cmd
@@ -99,7 +100,13 @@ func (l *lockedBuffer) String() string {
 // cpu, inside host's namespace when host is not nil. It is killed when ctx
 // is done.
 func (e *env) startC(ctx context.Context, cpu int, host *lab.Host, name string, args ...string) (*cProc, error) {
-	argv := pinArgv(cpu, append([]string{filepath.Join(e.refDir, name)}, args...))
+	return e.startProc(ctx, cpu, host, name, filepath.Join(e.refDir, name), args...)
+}
+
+// startProc starts the program at path, called name in errors, as startC
+// starts a reference program.
+func (e *env) startProc(ctx context.Context, cpu int, host *lab.Host, name, path string, args ...string) (*cProc, error) {
+	argv := pinArgv(cpu, append([]string{path}, args...))
 	var cmd *exec.Cmd
 	if host != nil {
 		cmd = host.Cmd(argv[0], argv[1:]...)

@@ -138,6 +138,9 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 		Duration: o.duration, Runs: o.runs, Only: o.only, Lab: o.lab, RefDir: o.ref,
 		SenderCPU: sender, ReceiverCPU: receiver,
 	}
+	if self, err := os.Executable(); err == nil {
+		opts.Tool = self // the variants that run skb sink as its own process
+	}
 	if !o.quiet {
 		errOut := cmd.ErrOrStderr()
 		opts.Progress = func(line string) { fmt.Fprintln(errOut, "  "+line) }
