@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/skbdev/skb/driver/afpacket"
 	"github.com/skbdev/skb/driver/afxdp"
 	"github.com/skbdev/skb/header"
@@ -295,19 +293,10 @@ func afxdpProcRun(threaded bool) func(context.Context, *env) (sample, error) {
 // when p exits first or timeout passes.
 func waitXDP(h *lab.Host, p *cProc, timeout time.Duration) error {
 	for deadline := time.Now().Add(timeout); ; time.Sleep(5 * time.Millisecond) {
-		var attached bool
-		err := h.Do(func() error {
-			l, err := netlink.LinkByName(h.Ifname)
-			if err != nil {
-				return err
-			}
-			x := l.Attrs().Xdp
-			attached = x != nil && (x.Attached || x.ProgId != 0)
-			return nil
-		})
+		attached, err := h.XDPAttached()
 		switch {
 		case err != nil:
-			return fmt.Errorf("%s: look for its XDP program: %w", p.name, err)
+			return fmt.Errorf("%s: %w", p.name, err)
 		case attached:
 			return nil
 		}

@@ -283,6 +283,27 @@ func (h *Host) PinNAPI(cpu int) (int, error) {
 	return n, nil
 }
 
+// XDPAttached reports whether an XDP program is attached to h's interface
+// (the link's IFLA_XDP attributes, read over netlink in h's namespace): an
+// AF_XDP receiver attaches its program as the last step of opening, once its
+// socket is bound and its fill ring full. The error is netlink's, wrapped.
+func (h *Host) XDPAttached() (bool, error) {
+	var attached bool
+	err := h.Do(func() error {
+		l, err := netlink.LinkByName(h.Ifname)
+		if err != nil {
+			return err
+		}
+		x := l.Attrs().Xdp
+		attached = x != nil && (x.Attached || x.ProgId != 0)
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("lab: read the XDP attachment of %s: %w", h.Ifname, err)
+	}
+	return attached, nil
+}
+
 // Threaded reads back whether threaded NAPI is on for h's veth end. A sysfs
 // file shows the network namespace of the sysfs mount, not of the reader, so
 // Threaded (like SetThreaded) runs on a thread of its own that unshares its

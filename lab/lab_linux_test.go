@@ -426,6 +426,13 @@ func TestThreaded(t *testing.T) {
 	if on, err := l.A.Threaded(); err != nil || on {
 		t.Errorf("A threaded = %v, %v; want false", on, err)
 	}
+	// No program on a fresh lab's links (the AF_XDP driver's tests and the
+	// bench see one attached).
+	for _, h := range []*lab.Host{&l.A, &l.B} {
+		if on, err := h.XDPAttached(); err != nil || on {
+			t.Errorf("%s: XDP attached = %v, %v; want false", h.Ifname, on, err)
+		}
+	}
 	if f, err := l.B.Features(); err != nil || !f.GRO {
 		t.Errorf("B features %+v, %v: want GRO on for threaded NAPI", f, err)
 	}

@@ -71,6 +71,9 @@ func (h *Host) SetThreaded(on bool) error { return unsupported("set threaded") }
 // PinNAPI returns an error wrapping errors.ErrUnsupported.
 func (h *Host) PinNAPI(cpu int) (int, error) { return 0, unsupported("pin NAPI") }
 
+// XDPAttached returns an error wrapping errors.ErrUnsupported.
+func (h *Host) XDPAttached() (bool, error) { return false, unsupported("read the XDP attachment") }
+
 // Threaded returns an error wrapping errors.ErrUnsupported.
 func (h *Host) Threaded() (bool, error) { return false, unsupported("read threaded") }
 

@@ -199,18 +199,9 @@ func receiveFrames(t testing.TB, d *Device, n int, timeout time.Duration, l4sum 
 // as netlink (IFLA_XDP) says.
 func xdpAttached(t testing.TB, h *lab.Host) bool {
 	t.Helper()
-	var attached bool
-	err := h.Do(func() error {
-		l, err := netlink.LinkByName(h.Ifname)
-		if err != nil {
-			return err
-		}
-		x := l.Attrs().Xdp
-		attached = x != nil && (x.Attached || x.ProgId != 0)
-		return nil
-	})
+	attached, err := h.XDPAttached()
 	if err != nil {
-		t.Fatalf("netlink: %v", err)
+		t.Fatal(err)
 	}
 	return attached
 }
