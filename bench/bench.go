@@ -61,9 +61,9 @@ type Options struct {
 	RefDir string
 
 	// Tool is the path of the skb tool, for the variants that run skb's
-	// receiver as a process of its own (`skb sink`), pinned to its CPU as
-	// the C receivers run: the skb command sets it to itself. Empty leaves
-	// those variants out.
+	// sender and receiver as processes of their own (`skb pktgen`, `skb
+	// sink`), each pinned to its CPU as the C programs run: the skb command
+	// sets it to itself. Empty leaves those variants out.
 	Tool string
 
 	// SenderCPU and ReceiverCPU are the CPUs the sending and the

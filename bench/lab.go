@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -255,6 +254,11 @@ func afxdpProcRun(threaded bool) func(context.Context, *env) (sample, error) {
 			if err := le.threaded(e); err != nil {
 				return nil, err
 			}
+			// Off while the sink's program is attached: once it detaches,
+			// the veth has no NAPI (GRO off), the kernel refuses the write
+			// and keeps the flag, and the next variants would run
+			// threaded. The sink waits 300 ms without a frame before it
+			// ends; this runs as soon as pktgen has ended.
 			defer le.l.SetThreaded(false)
 		}
 		send, err := e.startProc(ctx, e.sender, a, "skb pktgen", e.opts.Tool, "pktgen",
@@ -265,9 +269,17 @@ func afxdpProcRun(threaded bool) func(context.Context, *env) (sample, error) {
 		}
 		defer send.stop()
 		sout, serr := send.wait(e.dur + 10*time.Second)
+		if threaded {
+			if err := le.l.SetThreaded(false); err != nil {
+				return nil, fmt.Errorf("turn threaded NAPI off after the run: %w", err)
+			}
+		}
+		if serr != nil {
+			return nil, serr // the deferred stop ends the sink
+		}
 		rout, rerr := recv.wait(6 * time.Second)
-		if err := errors.Join(serr, rerr); err != nil {
-			return nil, err
+		if rerr != nil {
+			return nil, rerr
 		}
 		st, err := toolResult(sout, "skb pktgen")
 		if err != nil {

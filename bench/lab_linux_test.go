@@ -54,9 +54,9 @@ func TestRunLabCancelled(t *testing.T) {
 
 // TestProcRun builds the skb tool and runs the AF_XDP variant that runs
 // `skb pktgen` and `skb sink` as processes of their own, briefly, with B's
-// NAPI threaded: both figures of both sides come back, and nothing of the
-// run is left (lab, processes). It needs root and builds the tool with the
-// go command.
+// NAPI threaded: both figures of both sides come back, and threaded NAPI is
+// off again afterwards. It needs root and builds the tool with the go
+// command.
 func TestProcRun(t *testing.T) {
 	labtest.RequireRoot(t)
 	labtest.RequireTool(t, "ip", "iproute2")
@@ -85,6 +85,12 @@ func TestProcRun(t *testing.T) {
 	}
 	if s[mRxPPS.Name] > 1.05*s[mTxPPS.Name] {
 		t.Errorf("rx pps %.0f above tx pps %.0f", s[mRxPPS.Name], s[mTxPPS.Name])
+	}
+	// Threaded NAPI is off again: the variants after this one run as they
+	// say (the kernel keeps the flag of a veth whose NAPI went away with
+	// the sink's program).
+	if on, err := le.l.B.Threaded(); err != nil || on {
+		t.Errorf("threaded NAPI after the run: %v, %v; want off", on, err)
 	}
 }
 

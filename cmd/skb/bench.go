@@ -139,7 +139,7 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 		SenderCPU: sender, ReceiverCPU: receiver,
 	}
 	if self, err := os.Executable(); err == nil {
-		opts.Tool = self // the variants that run skb sink as its own process
+		opts.Tool = self // the variants that run skb pktgen and skb sink as processes
 	}
 	if !o.quiet {
 		errOut := cmd.ErrOrStderr()
