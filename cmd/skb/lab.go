@@ -307,21 +307,23 @@ or the last XDP program detached and another attached), run threaded on
 			defer l.Release()
 			// Only a change is written: the kernel refuses any write,
 			// also of the state it is in, while the veth has no NAPI
-			// (GRO off), and "off" there is already so.
+			// (GRO off and no XDP program). A veth whose NAPI went away
+			// while threaded (its AF_XDP receiver closed) keeps the flag
+			// and refuses "off" too: say so.
 			on, err := l.B.Threaded()
 			if err != nil {
 				return err
 			}
 			if on != (t == lab.On) {
 				if err := l.SetThreaded(t == lab.On); err != nil {
+					if on && errors.Is(err, lab.ErrNoNAPI) {
+						return fmt.Errorf("lab threaded: %s keeps threaded NAPI on until it has NAPI again (GRO on, or an XDP program attached), when off can be written: %w", l.B.Ifname, err)
+					}
 					return err
 				}
 				if on, err = l.B.Threaded(); err != nil {
 					return err
 				}
-			}
-			if err != nil {
-				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "threaded NAPI on %s in %s: %v\n", l.B.Ifname, l.B.NSName, lab.ToggleOf(on))
 			if cpu >= 0 {

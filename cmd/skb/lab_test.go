@@ -216,6 +216,40 @@ func TestLabThreadedNoNAPI(t *testing.T) {
 	labGone(t, name)
 }
 
+// TestLabThreadedKept checks threaded off on a veth whose NAPI went away
+// while threaded (its AF_XDP receiver closed): the kernel keeps the flag
+// and refuses the write, and the command says why.
+func TestLabThreadedKept(t *testing.T) {
+	labtest.RequireRoot(t)
+	name := testLabName("skbk")
+	t.Cleanup(func() { lab.Remove(name) })
+	mustSkb(t, "lab", "up", "--name", name)
+	// An AF_XDP sink on B gives the veth NAPI while it runs.
+	sink := exec.Command(buildSkb(t), "lab", "exec", "b", "--name", name, "--",
+		buildSkb(t), "sink", "--dev", "afxdp:"+name+"B0", "--listen", "198.18.0.2:9000", "--duration", "1s")
+	var serr bytes.Buffer
+	sink.Stderr = &serr
+	if err := sink.Start(); err != nil {
+		t.Fatal(err)
+	}
+	on := false
+	for deadline := time.Now().Add(800 * time.Millisecond); !on && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_, _, code := skb(t, "lab", "threaded", "on", "--name", name)
+		on = code == 0
+	}
+	if err := sink.Wait(); err != nil {
+		t.Fatalf("sink: %v: %s", err, serr.String())
+	}
+	if !on {
+		t.Fatal("threaded on never succeeded while the AF_XDP sink ran")
+	}
+	if _, errOut, code := skb(t, "lab", "threaded", "off", "--name", name); code == 0 || !strings.Contains(errOut, "keeps threaded NAPI on until it has NAPI again") {
+		t.Errorf("threaded off after the receiver closed: exit %d, %q", code, errOut)
+	}
+	mustSkb(t, "lab", "down", "--name", name)
+	labGone(t, name)
+}
+
 func TestLabExecTemp(t *testing.T) {
 	labtest.RequireRoot(t)
 	name := testLabName("skbg")
