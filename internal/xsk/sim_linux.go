@@ -1,6 +1,10 @@
 package xsk
 
-import "golang.org/x/sys/unix"
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
 
 // Sim plays the kernel's side of a Socket's fill and rx rings held in
 // ordinary memory, so that a driver's receive path can be tested and
@@ -26,7 +30,7 @@ func NewSim(fill, comp, rx, tx uint32) (*Socket, *Sim) {
 	for i, r := range []*ring{&s.Fill.ring, &s.Comp.ring, &s.RX.ring, &s.TX.ring} {
 		n := []uint32{fill, comp, rx, tx}[i]
 		if n == 0 && i < 2 || n&(n-1) != 0 {
-			panic("xsk: sim ring size not a power of two")
+			panic(fmt.Sprintf("xsk: sim ring sizes fill %d comp %d rx %d tx %d: want powers of two (rx and tx may be 0)", fill, comp, rx, tx))
 		}
 		w := &k.words[i]
 		*r = ring{producer: &w[0], consumer: &w[1], flags: &w[2], size: n, mask: n - 1}
