@@ -289,14 +289,16 @@ func (f *Frame) verify(b []byte, buf *skb.Buff) error {
 // the frame's End: true of a Frame parsed without error from these bytes,
 // not always of one from a failed parse or other bytes.
 func (f *Frame) fits(b []byte, buf *skb.Buff) bool {
+	// Each bound is checked as a difference from len(b), so that a Frame
+	// with huge offsets cannot overflow past it.
 	no := f.NetworkOffset
 	switch f.EtherType {
 	case EtherTypeIPv4:
-		if no < 0 || no+IPv4MinHeaderLen > len(b) || no+IPv4(b[no:]).HeaderLen() > len(b) {
+		if no < 0 || no > len(b)-IPv4MinHeaderLen || IPv4(b[no:]).HeaderLen() > len(b)-no {
 			return false
 		}
 	case EtherTypeIPv6:
-		if no < 0 || no+IPv6HeaderLen > len(b) {
+		if no < 0 || no > len(b)-IPv6HeaderLen {
 			return false
 		}
 	default:
@@ -309,10 +311,10 @@ func (f *Frame) fits(b []byte, buf *skb.Buff) bool {
 	if buf != nil {
 		end = buf.Len()
 	}
-	if t < no || f.PayloadOffset > len(b) || t+UDPHeaderLen > len(b) || f.End > end || t > f.End {
+	if t < no || f.PayloadOffset > len(b) || t > len(b)-UDPHeaderLen || f.End > end || t > f.End {
 		return false
 	}
-	return f.Protocol != IPProtoUDP || t+int(UDP(b[t:]).Length()) <= f.End
+	return f.Protocol != IPProtoUDP || int(UDP(b[t:]).Length()) <= f.End-t
 }
 
 // sumRange returns Checksum of n bytes from off in b, or in buf when it is

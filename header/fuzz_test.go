@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -721,4 +722,34 @@ func FuzzChecksum(f *testing.F) {
 			t.Fatal("finished checksum does not verify")
 		}
 	})
+}
+
+// TestVerifyHugeOffsets checks that VerifyChecksum refuses, without
+// panicking, a Frame whose offsets are near the top of an int (set by hand,
+// not by a parse): the bounds are not overflowed.
+func TestVerifyHugeOffsets(t *testing.T) {
+	b := udpFrame(t, &UDPFrame{SourceIP: ip4a, DestinationIP: ip4b}, 8)
+	fr, err := ParseFrame(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := math.MaxInt - 3
+	for name, f := range map[string]Frame{
+		"network": {EtherType: EtherTypeIPv4, NetworkOffset: huge},
+		"ipv6":    {EtherType: EtherTypeIPv6, NetworkOffset: huge},
+		"transport": func() Frame {
+			g := fr
+			g.TransportOffset = huge
+			return g
+		}(),
+		"end": func() Frame {
+			g := fr
+			g.End = huge
+			return g
+		}(),
+	} {
+		if err := f.VerifyChecksum(b); !errors.Is(err, ErrTruncated) {
+			t.Errorf("%s offset near MaxInt: %v, want ErrTruncated", name, err)
+		}
+	}
 }

@@ -161,7 +161,9 @@ func setHeaders(b *skb.Buff, f *Frame) {
 // VerifyChecksumBuff is VerifyChecksum for the buffer f was parsed from by
 // ParseFrameBuff or ParsePacketBuff, unchanged since: the transport checksum
 // covers the linear data, the page frags and the frag list. It returns
-// skb.ErrRange when f does not fit b. It does not use a CHECKSUM_COMPLETE
+// skb.ErrRange when f's offsets lie past b's length or its linear data, and
+// a *ParseError wrapping ErrTruncated when the headers there do not fit
+// what f says of them (f from a failed parse, or b changed since). It does not use a CHECKSUM_COMPLETE
 // sum the buffer may carry, and does not change the checksum state: a
 // caller that wants to remember success calls b.SetChecksumUnnecessary.
 // It does not take ownership of b and does not allocate.
