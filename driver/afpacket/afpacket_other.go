@@ -34,8 +34,14 @@ func OpenFanout(cfg Config, n int) ([]*Device, error) { return nil, unsupported(
 
 var errClosed = fmt.Errorf("afpacket: %w", netdev.ErrClosed)
 
-// Xmit frees b and returns an error matching net.ErrClosed.
-func (d *Device) Xmit(b *skb.Buff, more bool) error { b.Free(); return errClosed }
+// Xmit frees b and returns an error matching net.ErrClosed; a nil b panics.
+func (d *Device) Xmit(b *skb.Buff, more bool) error {
+	if b == nil {
+		panic("afpacket: Xmit of a nil *skb.Buff")
+	}
+	b.Free()
+	return errClosed
+}
 
 // Flush returns an error matching net.ErrClosed.
 func (d *Device) Flush() error { return errClosed }
@@ -43,8 +49,13 @@ func (d *Device) Flush() error { return errClosed }
 // TxAvail returns 0.
 func (d *Device) TxAvail() int { return 0 }
 
-// Poll returns an error matching net.ErrClosed.
-func (d *Device) Poll(budget int, h netdev.Handler) (int, error) { return 0, errClosed }
+// Poll returns an error matching net.ErrClosed; a nil h panics.
+func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if h == nil {
+		panic("afpacket: Poll with a nil handler")
+	}
+	return 0, errClosed
+}
 
 // Wait returns an error matching net.ErrClosed.
 func (d *Device) Wait(timeout time.Duration) error { return errClosed }

@@ -52,8 +52,11 @@ func (d *Device) Alloc(size int) (*skb.Buff, error) { return nil, netdev.ErrClos
 // TxAvail returns 0.
 func (d *Device) TxAvail() int { return 0 }
 
-// Xmit frees b and returns netdev.ErrClosed.
+// Xmit frees b and returns netdev.ErrClosed; a nil b panics.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
+	if b == nil {
+		panic("afxdp: Xmit of a nil *skb.Buff")
+	}
 	b.Free()
 	return netdev.ErrClosed
 }
@@ -61,8 +64,13 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // Flush returns netdev.ErrClosed.
 func (d *Device) Flush() error { return netdev.ErrClosed }
 
-// Poll returns netdev.ErrClosed.
-func (d *Device) Poll(budget int, h netdev.Handler) (int, error) { return 0, netdev.ErrClosed }
+// Poll returns netdev.ErrClosed; a nil h panics.
+func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if h == nil {
+		panic("afxdp: Poll with a nil handler")
+	}
+	return 0, netdev.ErrClosed
+}
 
 // Wait returns netdev.ErrClosed.
 func (d *Device) Wait(timeout time.Duration) error { return netdev.ErrClosed }

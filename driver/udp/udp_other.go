@@ -23,14 +23,20 @@ type Device struct{}
 // other than Linux.
 func Open(cfg Config) (*Device, error) { return nil, errUnsupported }
 
-// Xmit frees b and fails: see Open.
+// Xmit frees b and fails: see Open. A nil b panics.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
+	if b == nil {
+		panic("udp: Xmit of a nil *skb.Buff")
+	}
 	b.Free()
 	return errUnsupported
 }
 
-// XmitTo frees b and fails: see Open.
+// XmitTo frees b and fails: see Open. A nil b panics.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
+	if b == nil {
+		panic("udp: Xmit of a nil *skb.Buff")
+	}
 	b.Free()
 	return errUnsupported
 }
@@ -44,8 +50,13 @@ func (d *Device) Flush() error { return errUnsupported }
 // TxAvail returns 0.
 func (d *Device) TxAvail() int { return 0 }
 
-// Poll fails: see Open.
-func (d *Device) Poll(budget int, h netdev.Handler) (int, error) { return 0, errUnsupported }
+// Poll fails: see Open. A nil h panics.
+func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
+	if h == nil {
+		panic("udp: Poll with a nil handler")
+	}
+	return 0, errUnsupported
+}
 
 // Wait fails: see Open.
 func (d *Device) Wait(timeout time.Duration) error { return errUnsupported }

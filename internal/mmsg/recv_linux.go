@@ -71,7 +71,9 @@ func RecvmsgNow(fd int, h *unix.Msghdr, flags int) (int, unix.Errno) {
 // function that polls, with nothing in between, and it is small enough to
 // be inlined there (the flags are fixed for that: one argument fewer).
 func RecvfromNow(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32) (n int, errno unix.Errno) {
-	r, _, errno := syscall.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT|unix.MSG_TRUNC, uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(namelen)))
+	r, _, errno := syscall.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd),
+		uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT|unix.MSG_TRUNC,
+		uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(namelen)))
 	return int(r), errno
 }
 
