@@ -1,6 +1,9 @@
 package skb
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // NrFrags returns the number of page fragments (nr_frags).
 func (b *Buff) NrFrags() int { return int(b.shinfo.hot.nrFrags) }
@@ -31,6 +34,9 @@ func (b *Buff) AddRxFrag(p *Page, off, size int) {
 	if off < 0 || size < 0 || off > len(p.buf)-size {
 		panic(fmt.Sprintf("skb: frag off %d size %d outside a page of %d", off, size, len(p.buf)))
 	}
+	if uint64(b.m.len)+uint64(size) > math.MaxUint32 {
+		panic(fmt.Sprintf("skb: frag of %d bytes on a packet of %d: longer than 4 GiB", size, b.m.len))
+	}
 	b.writableShinfo("add frag")
 	s.frags[s.hot.nrFrags] = Frag{page: p, off: uint32(off), size: uint32(size)}
 	s.hot.nrFrags++
@@ -45,24 +51,65 @@ func (b *Buff) FragList() *Buff { return b.shinfo.fragList }
 
 // AddFragList appends c, and any buffers chained after it, to the end of b's
 // frag list (skb_shinfo(skb)->frag_list) and adds their length to Len and
-// DataLen. AddFragList takes ownership of c. It panics if b's data is shared
-// or c is b.
+// DataLen. AddFragList takes ownership of c. It panics if b's data is shared,
+// if c is nil, freed, b, or already on b's frag list (a list that would loop),
+// or if the packet would grow past 4 GiB.
 func (b *Buff) AddFragList(c *Buff) {
-	if c == b {
-		panic("skb: buffer added to its own frag list")
+	if c == nil {
+		panic("skb: nil buffer added to a frag list")
 	}
 	b.writableShinfo("add frag list")
 	s := b.shinfo
+	// The chain to add: live buffers, none of them b or already on b's
+	// list, and its length, before anything changes.
+	add := uint64(0)
+	for e := c; e != nil; e = e.next {
+		switch {
+		case e == b || holds(e, b):
+			panic("skb: buffer added to its own frag list")
+		case e.state == stateFree:
+			panic("skb: freed buffer added to a frag list: " + e.describe())
+		}
+		for f := s.fragList; f != nil; f = f.next {
+			if f == e {
+				panic("skb: buffer added twice to a frag list: " + e.describe())
+			}
+		}
+		for f := c; ; f = f.next {
+			if f == e.next {
+				panic("skb: frag list chain that loops: " + e.describe())
+			}
+			if f == e {
+				break
+			}
+		}
+		add += uint64(e.m.len)
+	}
+	if uint64(b.m.len)+add > math.MaxUint32 {
+		panic(fmt.Sprintf("skb: frag list of %d bytes on a packet of %d: longer than 4 GiB", add, b.m.len))
+	}
 	p := &s.fragList
 	for *p != nil {
 		p = &(*p).next
 	}
 	*p = c
 	b.markExtra()
-	for ; c != nil; c = c.next {
-		b.m.len += c.m.len
-		b.m.dataLen += c.m.len
+	b.m.len += uint32(add)
+	b.m.dataLen += uint32(add)
+}
+
+// holds reports whether b is on t's frag list or, deeper, on a frag list of
+// one of its members.
+func holds(t, b *Buff) bool {
+	if t.shinfo == nil {
+		return false
 	}
+	for f := t.shinfo.fragList; f != nil; f = f.next {
+		if f == b || holds(f, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // fragListLen returns the bytes held by b's frag list.

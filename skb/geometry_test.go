@@ -411,3 +411,29 @@ func TestMetadata(t *testing.T) {
 		t.Fatal("reused buffer keeps metadata: the clear before dataref missed a field")
 	}
 }
+
+// TestFragListMisuse checks that AddFragList refuses, with a panic that
+// says why and before changing anything, a nil buffer, a freed one, one
+// already on the list, and a chain that loops; the length it adds stays
+// right, and everything is freed once.
+func TestFragListMisuse(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	a, _ := c.Alloc(10)
+	x, _ := c.Alloc(10)
+	x.Put(10)
+	a.AddFragList(x)
+	mustPanic(t, func() { a.AddFragList(nil) }, "nil buffer")
+	mustPanic(t, func() { a.AddFragList(x) }, "added twice")
+	y, _ := c.Alloc(10)
+	z, _ := c.Alloc(10)
+	y.AddFragList(z)
+	mustPanic(t, func() { z.AddFragList(y) }, "own frag list")
+	f, _ := c.Alloc(10)
+	c.Free(f)
+	mustPanic(t, func() { a.AddFragList(f) }, "freed buffer")
+	if a.Len() != 10 || a.DataLen() != 10 {
+		t.Fatalf("after the refused adds: len %d, data len %d; want 10, 10", a.Len(), a.DataLen())
+	}
+	c.Free(a)
+	c.Free(y)
+}
