@@ -349,9 +349,13 @@ func (c *Cache) checkOpen() {
 func (c *Cache) refill(i int) error {
 	c.checkOpen()
 	cc := &c.cls[i]
-	cc.st.misses.inc()
 	var err error
 	cc.free, err = c.p.take(c.p.classes[i], cc.free, c.size/2)
+	if err == nil {
+		// A miss is an allocation that refilled first; one the pool
+		// refused is no allocation (it counts in Exhausted).
+		cc.st.misses.inc()
+	}
 	return err
 }
 

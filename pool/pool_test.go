@@ -652,3 +652,30 @@ func TestReuseClearsSharedInfo(t *testing.T) {
 		fresh(tc.name + ", then nothing")
 	}
 }
+
+// TestStatsExhausted checks that allocations a bounded class refuses count
+// in Exhausted and not as cache misses: misses are the allocations that
+// refilled the cache first, hits the others.
+func TestStatsExhausted(t *testing.T) {
+	p := newPool(t, pool.Config{Classes: []pool.Class{{Size: 512, Max: 16}}, CacheSize: 4})
+	c := p.NewCache()
+	defer c.Close()
+	var bs []*skb.Buff
+	for range 16 {
+		b, err := c.Alloc(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	for range 100 {
+		if _, err := c.Alloc(10); !errors.Is(err, pool.ErrExhausted) {
+			t.Fatalf("alloc from an empty bounded class: %v", err)
+		}
+	}
+	st := p.Stats().Classes[0]
+	if st.Allocs != 16 || st.CacheMisses != 8 || st.CacheHits != 8 || st.Exhausted != 100 {
+		t.Errorf("allocs %d, misses %d, hits %d, exhausted %d; want 16, 8, 8, 100", st.Allocs, st.CacheMisses, st.CacheHits, st.Exhausted)
+	}
+	c.FreeN(bs)
+}
