@@ -439,3 +439,32 @@ func TestPayloadCheck(t *testing.T) {
 		t.Fatalf("PutPayload wrote % x", p)
 	}
 }
+
+// TestNoHeadroom checks that netdev.NoHeadroom, which netdev.Config
+// accepts, gives receive buffers with no headroom beyond the pool's.
+func TestNoHeadroom(t *testing.T) {
+	p := newPool(t, pool.Config{})
+	a, b, err := memring.NewPair(memring.Config{Config: netdev.Config{Pool: p, Headroom: netdev.NoHeadroom, Copybreak: netdev.CopybreakOff}})
+	if err != nil {
+		t.Fatalf("NewPair with NoHeadroom: %v", err)
+	}
+	defer a.Close()
+	defer b.Close()
+	x, err := a.Cache().Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Put(64)
+	if err := a.Xmit(x, false); err != nil {
+		t.Fatal(err)
+	}
+	n, err := b.Poll(8, func(y *skb.Buff) {
+		if y.Headroom() != p.Headroom() {
+			t.Errorf("received buffer with %d bytes of headroom, want the pool's %d", y.Headroom(), p.Headroom())
+		}
+		b.Cache().Free(y)
+	})
+	if n != 1 || err != nil {
+		t.Fatalf("poll: %d, %v", n, err)
+	}
+}

@@ -76,7 +76,7 @@ func (cfg *Config) check() error {
 		return fmt.Errorf("%w: receive buffer size %d", ErrConfig, cfg.RxBufSize)
 	case cfg.DoorbellCost < 0:
 		return fmt.Errorf("%w: doorbell cost %v", ErrConfig, cfg.DoorbellCost)
-	case cfg.Headroom < 0:
+	case cfg.Headroom < netdev.NoHeadroom:
 		return fmt.Errorf("%w: headroom %d", ErrConfig, cfg.Headroom)
 	}
 	return nil
