@@ -15,7 +15,8 @@ type UDPFrame struct {
 	Destination MAC // Ethernet destination
 
 	// VLANProto is EtherTypeVLAN or EtherTypeQinQ to add one tag with
-	// VLANTCI, or 0 for an untagged frame.
+	// VLANTCI, or 0 for an untagged frame (VLANTCI is then ignored);
+	// BuildUDP refuses any other value.
 	VLANProto uint16
 	VLANTCI   uint16
 
@@ -61,7 +62,9 @@ func (f *UDPFrame) HeaderLen() int {
 // returns the offsets of what it built, as ParseFrame would report them.
 //
 // It returns ErrBadAddress when the IP addresses are invalid or of
-// different families, ErrTruncated when frame is shorter than f.HeaderLen(),
+// different families, ErrBadVLAN for a VLANProto other than 0,
+// EtherTypeVLAN and EtherTypeQinQ, ErrTruncated when frame is shorter than
+// f.HeaderLen(),
 // and ErrBadLength when the datagram is too long for the 16-bit IP and UDP
 // length fields; frame is then unchanged. It does not keep frame and does
 // not allocate.
@@ -70,6 +73,9 @@ func BuildUDP(frame []byte, f *UDPFrame) (Frame, error) {
 	v4 := f.SourceIP.Is4()
 	if !f.SourceIP.IsValid() || v4 != f.DestinationIP.Is4() || !f.DestinationIP.IsValid() {
 		return r, ErrBadAddress
+	}
+	if p := f.VLANProto; p != 0 && p != EtherTypeVLAN && p != EtherTypeQinQ {
+		return r, ErrBadVLAN
 	}
 	hl := f.HeaderLen()
 	if len(frame) < hl {
@@ -82,7 +88,9 @@ func BuildUDP(frame []byte, f *UDPFrame) (Frame, error) {
 	r.TransportOffset = hl - UDPHeaderLen
 	r.PayloadOffset, r.End = hl, len(frame)
 	r.Protocol = IPProtoUDP
-	r.VLANProto, r.VLANTCI = f.VLANProto, f.VLANTCI
+	if f.VLANProto != 0 {
+		r.VLANProto, r.VLANTCI = f.VLANProto, f.VLANTCI // an untagged frame has no TCI
+	}
 	ulen := len(frame) - r.TransportOffset
 	if ulen > 0xffff || (v4 && len(frame)-r.NetworkOffset > IPv4MaxTotalLen) {
 		return Frame{}, ErrBadLength

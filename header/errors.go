@@ -65,6 +65,11 @@ var (
 	// ErrBadAddress is returned by BuildUDP when the source and destination
 	// addresses are invalid or of different families.
 	ErrBadAddress = errors.New("header: bad address")
+
+	// ErrBadVLAN is returned by BuildUDP for a VLAN tag protocol other
+	// than EtherTypeVLAN (802.1Q) or EtherTypeQinQ (802.1ad), or 0 for
+	// none.
+	ErrBadVLAN = errors.New("header: bad VLAN tag protocol")
 )
 
 // ParseError is the error a parser returns: the layer and the reason, wrapping

@@ -442,3 +442,29 @@ func TestNATRewrite(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildUDPVLAN checks BuildUDP's tag: an untagged frame reports no TCI
+// whatever VLANTCI holds, as ParseFrame reports it, and a tag protocol that
+// is neither 802.1Q nor 802.1ad is refused with the frame unchanged.
+func TestBuildUDPVLAN(t *testing.T) {
+	f := UDPFrame{SourceIP: ip4a, DestinationIP: ip4b, SourcePort: 1, DestinationPort: 2, VLANTCI: 0xfff5}
+	b := make([]byte, f.HeaderLen()+8)
+	r, err := BuildUDP(b, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseFrame(b)
+	if err != nil || r != p {
+		t.Fatalf("untagged with a TCI: built %+v, parsed %+v, %v", r, p, err)
+	}
+	f.VLANProto = EtherTypeIPv4
+	c := make([]byte, f.HeaderLen()+8)
+	if _, err := BuildUDP(c, &f); !errors.Is(err, ErrBadVLAN) {
+		t.Fatalf("tag protocol 0x0800: %v, want ErrBadVLAN", err)
+	}
+	for _, x := range c {
+		if x != 0 {
+			t.Fatal("a refused build wrote the frame")
+		}
+	}
+}
