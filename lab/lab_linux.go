@@ -250,11 +250,27 @@ func (h *Host) SetThreaded(on bool) error {
 // bytes, the length of a task's comm); they are found by that name in
 // /proc. Unpinned, the scheduler may run a NAPI thread on the sender's CPU
 // rather than the receiver's, and a run's rate then halves. It returns an
-// error when there is none (threaded NAPI off) or one cannot be pinned.
+// error when there is none (threaded NAPI off on h's end), when a name cut
+// to 15 bytes cannot tell h's threads from those of the lab's other end
+// and that end is threaded too, or when one cannot be pinned.
 func (h *Host) PinNAPI(cpu int) (int, error) {
+	// Threads are found by name, so first make sure this end has some: a
+	// cut name could match the other end's.
+	on, err := h.Threaded()
+	if err != nil {
+		return 0, fmt.Errorf("lab: pin NAPI of %s: %w", h.Ifname, err)
+	}
+	if !on {
+		return 0, fmt.Errorf("lab: pin NAPI of %s: no NAPI thread (threaded NAPI is off)", h.Ifname)
+	}
 	want := "napi/" + h.Ifname + "-"
 	if len(want) > 15 {
 		want = want[:15]
+		if o := h.peer(); o != nil && strings.HasPrefix("napi/"+o.Ifname+"-", want) {
+			if oon, err := o.Threaded(); err == nil && oon {
+				return 0, fmt.Errorf("lab: pin NAPI of %s: its NAPI threads' names, cut to %q, are also %s's, which is threaded too: turn it off to pin these", h.Ifname, want, o.Ifname)
+			}
+		}
 	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -281,6 +297,19 @@ func (h *Host) PinNAPI(cpu int) (int, error) {
 		return 0, fmt.Errorf("lab: pin NAPI of %s: no NAPI thread (threaded NAPI is off)", h.Ifname)
 	}
 	return n, nil
+}
+
+// peer returns the other end of h's lab, or nil for a Host outside one.
+func (h *Host) peer() *Host {
+	switch {
+	case h.lab == nil:
+		return nil
+	case h == &h.lab.A:
+		return &h.lab.B
+	case h == &h.lab.B:
+		return &h.lab.A
+	}
+	return nil
 }
 
 // XDPAttached reports whether an XDP program is attached to h's interface

@@ -456,6 +456,12 @@ func TestThreaded(t *testing.T) {
 	if n, err := l.PinNAPI(cpu); err != nil || n < 1 {
 		t.Errorf("PinNAPI(%d) = %d, %v; want at least one thread", cpu, n, err)
 	}
+	// A is not threaded: nothing of its own to pin, whatever B's threads
+	// are named (a generated lab name can make the two names' first 15
+	// bytes the same).
+	if n, err := l.A.PinNAPI(cpu); err == nil {
+		t.Errorf("A.PinNAPI with only B threaded = %d, nil; want an error", n)
+	}
 	if err := l.SetThreaded(false); err != nil {
 		t.Fatal(err)
 	}
