@@ -437,3 +437,15 @@ func TestFragListMisuse(t *testing.T) {
 	c.Free(a)
 	c.Free(y)
 }
+
+// TestSetDestructorOnClone checks that SetDestructor, which writes the
+// shared info, refuses a cloned buffer as SetGSO does.
+func TestSetDestructorOnClone(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	a, _ := c.Alloc(10)
+	k := c.Clone(a)
+	mustPanic(t, func() { a.SetDestructor(func(*skb.Buff) {}) }, "set destructor", "shared by 2")
+	c.Free(k)
+	a.SetDestructor(func(*skb.Buff) {}) // alone again: allowed
+	c.Free(a)
+}

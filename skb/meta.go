@@ -218,8 +218,10 @@ func (b *Buff) SetGSO(size, segs int, t GSOType) {
 // data is freed; fn receives that buffer, whose data is still valid during the
 // call. It replaces any earlier destructor; nil removes it. A transmit path
 // uses it to learn of completion (seed 000: the driver frees the caller's
-// buffer when the device is done with it).
+// buffer when the device is done with it). It panics on a cloned buffer,
+// whose shared info the clones share, as SetGSO does.
 func (b *Buff) SetDestructor(fn func(*Buff)) {
+	b.writableShinfo("set destructor")
 	b.shinfo.destructor = fn
 	if fn != nil {
 		b.markExtra()

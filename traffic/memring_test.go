@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -402,6 +403,10 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := NewPktgen(a, cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: NewPktgen error %v, want ErrConfig", name, err)
 		}
+	}
+	// A size below the stamp, with no imix: the message speaks of the size.
+	if _, err := NewPktgen(a, PktgenConfig{Size: StampLen - 1}); err == nil || strings.Contains(err.Error(), "imix") || !strings.Contains(err.Error(), "size") {
+		t.Errorf("size %d: %v; want an error about the size, not an imix", StampLen-1, err)
 	}
 	for name, cfg := range map[string]PingPongConfig{
 		"small size": {Size: 1},

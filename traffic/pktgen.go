@@ -277,7 +277,11 @@ func (g *Pktgen) setup() error {
 	}
 	mix := cfg.IMIX
 	if len(mix) == 0 {
-		mix = []IMIXEntry{{Size: cmp0(cfg.Size, DefaultSize), Weight: 1}}
+		size := cmp0(cfg.Size, DefaultSize)
+		if size < StampLen {
+			return bad("size %d is below %d bytes (the stamp)", size, StampLen)
+		}
+		mix = []IMIXEntry{{Size: size, Weight: 1}}
 	}
 	for _, e := range mix {
 		if err := checkIMIXEntry(e); err != nil {
