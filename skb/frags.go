@@ -22,11 +22,17 @@ func (b *Buff) Frag(i int) Frag {
 func (b *Buff) Frags() []Frag { return b.shinfo.frags[:b.shinfo.hot.nrFrags] }
 
 // AddRxFrag appends size bytes at offset off of page p as the next page
-// fragment (skb_add_rx_frag) and adds them to Len and DataLen. AddRxFrag takes
-// ownership of one reference on p, the one the caller got from its allocator
-// or took with Get. It panics if b already has MaxFrags fragments, if the range
-// is outside p, or if b's data is shared.
+// fragment (skb_add_rx_frag) and adds them to Len and DataLen. The frags come
+// after the linear data and before the frag list, as in the kernel: a frag
+// added to a buffer that has a frag list holds bytes that come before the
+// list's. AddRxFrag takes ownership of one reference on p, the one the caller
+// got from its allocator or took with Get. It panics if p is nil, if b
+// already has MaxFrags fragments, if the range is outside p, if the packet
+// would grow past 4 GiB, or if b's data is shared.
 func (b *Buff) AddRxFrag(p *Page, off, size int) {
+	if p == nil {
+		panic(fmt.Sprintf("skb: frag off %d size %d of a nil page", off, size))
+	}
 	s := b.shinfo
 	if s.hot.nrFrags >= MaxFrags {
 		panic(fmt.Sprintf("skb: add frag to a buffer with %d frags", s.hot.nrFrags))

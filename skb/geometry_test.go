@@ -449,3 +449,20 @@ func TestSetDestructorOnClone(t *testing.T) {
 	a.SetDestructor(func(*skb.Buff) {}) // alone again: allowed
 	c.Free(a)
 }
+
+// TestNilArguments checks that the operations given a nil allocator or page
+// panic with a message naming what is missing, not a nil dereference.
+func TestNilArguments(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	a, _ := c.Alloc(10)
+	a.Put(10)
+	k := c.Clone(a)
+	mustPanic(t, func() { a.Clone(nil) }, "clone with a nil Allocator")
+	mustPanic(t, func() { a.Copy(nil) }, "copy with a nil Allocator")
+	mustPanic(t, func() { a.PskbCopy(nil) }, "pskb copy with a nil Allocator")
+	mustPanic(t, func() { k.Unshare(nil) }, "unshare with a nil Allocator")
+	mustPanic(t, func() { a.ExpandHead(nil, 10, 0) }, "expand head with a nil Allocator")
+	mustPanic(t, func() { a.AddRxFrag(nil, 0, 10) }, "nil page")
+	c.Free(k)
+	c.Free(a)
+}

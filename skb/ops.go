@@ -10,6 +10,14 @@ import (
 // max(32, L1_CACHE_BYTES), which is 64 on x86-64.
 const netSKBPad = 64
 
+// needAllocator panics, naming op, when a is nil: an operation that must
+// allocate was given nothing to allocate from, the caller's bug.
+func needAllocator(a Allocator, op string) {
+	if a == nil {
+		panic("skb: " + op + " with a nil Allocator")
+	}
+}
+
 // maxBlock is the largest data block, in bytes, that an operation asks its
 // allocator for: a buffer's offsets are 32-bit, and the bound fits an int on
 // every platform. A block the sizes given by the caller would make larger
@@ -41,6 +49,7 @@ func (b *Buff) Clone(a Allocator) (*Buff, error) {
 	if b.state == stateFree {
 		panic("skb: use after free: clone of a freed " + b.describe())
 	}
+	needAllocator(a, "clone")
 	n, err := a.AllocBuff()
 	if err != nil {
 		return nil, err
@@ -91,6 +100,7 @@ func (b *Buff) CopyExpand(a Allocator, headroom, tailroom int) (*Buff, error) {
 	if headroom < 0 || tailroom < 0 {
 		panic(fmt.Sprintf("skb: copy with headroom %d tailroom %d", headroom, tailroom))
 	}
+	needAllocator(a, "copy")
 	size, ok := blockSize(headroom, int(b.m.len), tailroom)
 	if !ok {
 		return nil, ErrTooBig
@@ -120,6 +130,7 @@ func (b *Buff) CopyExpand(a Allocator, headroom, tailroom int) (*Buff, error) {
 // as for Copy.
 func (b *Buff) PskbCopy(a Allocator) (*Buff, error) {
 	b.checkLive()
+	needAllocator(a, "pskb copy")
 	hr, hl := int(b.data), b.HeadLen()
 	s, err := a.AllocShared(hr + hl)
 	if err != nil {
@@ -173,6 +184,7 @@ func (b *Buff) Unshare(a Allocator) error {
 // relinearize moves all of b's data into a new private linear block with the
 // given headroom and tailroom, and drops b's reference on the old block.
 func (b *Buff) relinearize(a Allocator, headroom, tailroom int) error {
+	needAllocator(a, "unshare")
 	n := int(b.m.len)
 	size, ok := blockSize(headroom, n, tailroom)
 	if !ok {
@@ -253,6 +265,7 @@ func (b *Buff) ExpandHead(a Allocator, nhead, ntail int) error {
 	if nhead < 0 || ntail < 0 {
 		panic(fmt.Sprintf("skb: expand head by %d and tail by %d: %s", nhead, ntail, b.geometry()))
 	}
+	needAllocator(a, "expand head")
 	size, ok := blockSize(nhead, int(b.end), ntail)
 	if !ok {
 		return ErrTooBig
