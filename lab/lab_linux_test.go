@@ -515,6 +515,7 @@ func TestBadOptions(t *testing.T) {
 		{"bad name", lab.Options{Name: "no good"}, lab.ErrInvalid},
 		{"long name", lab.Options{Name: "abcdefghijklmn"}, lab.ErrInvalid},
 		{"negative mtu", lab.Options{MTU: -5}, lab.ErrInvalid},
+		{"ipv6 mtu below 1280", lab.Options{IPv6: true, MTU: 1279}, lab.ErrInvalid},
 		{"threaded without gro", lab.Options{Threaded: true, GRO: lab.Off}, lab.ErrInvalid},
 		// These pass New's checks and fail in the kernel after the namespaces
 		// and (for the MTU) the veth exist: New must remove them.

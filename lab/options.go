@@ -167,7 +167,9 @@ func validName(s string) bool {
 }
 
 // check returns an error wrapping ErrInvalid for options no lab can have.
-// It leaves range checks the kernel makes (MTU, queue counts) to the kernel.
+// It leaves range checks the kernel makes (MTU, queue counts) to the kernel,
+// except IPv6's minimum MTU, which the kernel reports only when the
+// addresses are added, as a bare EINVAL.
 func (o *Options) check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("lab: new: %w: %s", ErrInvalid, fmt.Sprintf(format, args...))
@@ -177,6 +179,8 @@ func (o *Options) check() error {
 		return bad("name %q: want 1 to %d characters from [A-Za-z0-9_-], not starting with '-'", o.Name, MaxNameLen)
 	case o.MTU < 0:
 		return bad("mtu %d is negative", o.MTU)
+	case o.IPv6 && o.MTU > 0 && o.MTU < ipv6MinMTU:
+		return bad("mtu %d with IPv6: IPv6 needs at least %d (RFC 8200 section 5)", o.MTU, ipv6MinMTU)
 	case o.Queues < 0:
 		return bad("queues %d is negative", o.Queues)
 	case o.GRO > Off || o.TSO > Off || o.TxChecksum > Off:
@@ -222,3 +226,7 @@ func parseEthtoolFeatures(out string) (Features, error) {
 	}
 	return f, nil
 }
+
+// ipv6MinMTU is the smallest MTU a link carrying IPv6 may have, in bytes
+// (RFC 8200 section 5).
+const ipv6MinMTU = 1280
