@@ -118,7 +118,7 @@ func holds(t, b *Buff) bool {
 	return false
 }
 
-// fragListLen returns the bytes held by b's frag list.
+// pagedLen returns the bytes held by b's page frags (not its frag list).
 func (b *Buff) pagedLen() int {
 	n := 0
 	for _, f := range b.Frags() {

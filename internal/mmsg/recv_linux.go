@@ -56,9 +56,9 @@ func RecvmsgNow(fd int, h *unix.Msghdr, flags int) (int, unix.Errno) {
 // comes back truncated with its full length), storing the source in name
 // and its length in *namelen, which must hold the size of name on entry;
 // name and namelen may both be nil, for no address. It returns the
-// datagram's length and errno 0, or -1 and the errno. It is the cheapest receive the kernel
-// offers (no msghdr, no iovec array, no control messages), for a
-// busy-polling probe.
+// datagram's length and errno 0, or -1 and the errno. It is the cheapest
+// receive the kernel offers (no msghdr, no iovec array, no control
+// messages), for a busy-polling probe.
 //
 // It enters the kernel through the syscall package's RawSyscall6 directly:
 // golang.org/x/sys/unix's RawSyscall6 is an assembly jump to it through an
