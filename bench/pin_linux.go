@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -55,8 +56,23 @@ func pinArgv(cpu int, argv []string) []string {
 
 // startPinned starts cmd from a thread pinned to cpu, so that the child
 // inherits that affinity (sched_setaffinity(2): a child created by fork
-// inherits its parent's CPU affinity mask) even without taskset.
+// inherits its parent's CPU affinity mask) even without taskset, and in a
+// session of its own (setsid(2)), as a program started from its own
+// terminal runs. With the kernel's autogroup scheduling on
+// (/proc/sys/kernel/sched_autogroup_enabled), a session is one scheduling
+// group, and a group's weight on a CPU is its share of the group's load
+// there: a receiver left in the bench's session, beside a sender keeping
+// the other CPU busy, weighs a fraction of a nice-0 task against the
+// threaded NAPI kernel thread on its own CPU, waits behind it, and drops
+// frames when its ring overflows meanwhile (AF_XDP threaded, the C and
+// skb receivers alike: 0.91-0.93 of the frames sent delivered by xsk_rx
+// in the bench's session, 0.96-0.99 in its own; see docs/BENCHMARKS.md).
+// The bench kills such a child when its run ends or is interrupted.
 func startPinned(cpu int, cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
 	var err error
 	<-pinned(cpu, func() { err = cmd.Start() })
 	return err
