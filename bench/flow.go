@@ -54,7 +54,8 @@ type flowSpec struct {
 }
 
 // runFlow runs the sink on the receiver CPU and the generator on the sender
-// CPU for e.dur, then waits until the receiver has taken in what is still
+// CPU for e.dur, each on a thread with a private descriptor table as the
+// skb tool runs them (datapath), then waits until the receiver has taken in what is still
 // queued, and stops the sink.
 func runFlow(ctx context.Context, e *env, fs flowSpec) (flowResult, error) {
 	var res flowResult
@@ -76,7 +77,7 @@ func runFlow(ctx context.Context, e *env, fs flowSpec) (flowResult, error) {
 			return res, err
 		}
 		started := make(chan struct{})
-		rxDone = pinned(e.receiver, func() {
+		rxDone = datapath(e.receiver, func() {
 			close(started)
 			res.sink, sinkErr = s.Run(sctx)
 		})
@@ -109,7 +110,7 @@ func runFlow(ctx context.Context, e *env, fs flowSpec) (flowResult, error) {
 	}()
 
 	var genErr error
-	res.txCPU = <-pinned(e.sender, func() { res.gen, genErr = g.Run(ctx) })
+	res.txCPU = <-datapath(e.sender, func() { res.gen, genErr = g.Run(ctx) })
 	<-monDone
 	if fs.rx != nil {
 		// Let the receiver drain what the sockets still hold: stop once

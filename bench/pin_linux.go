@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skbdev/skb/internal/thread"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,7 +16,16 @@ import (
 // that receives the CPU time (user and system) the thread spent in fn once
 // fn returns. The goroutine exits still locked, so the thread, with its
 // affinity, is discarded rather than reused.
-func pinned(cpu int, fn func()) <-chan time.Duration {
+func pinned(cpu int, fn func()) <-chan time.Duration { return pinnedThread(cpu, false, fn) }
+
+// datapath runs fn as pinned does, on a thread that also has a private
+// copy of the process's descriptor table, as netdev.RunOnThread gives skb's
+// engines in the skb tool: each system call on a device's socket then
+// skips the file reference a shared table costs (internal/thread). fn must
+// use descriptors opened before and close none.
+func datapath(cpu int, fn func()) <-chan time.Duration { return pinnedThread(cpu, true, fn) }
+
+func pinnedThread(cpu int, private bool, fn func()) <-chan time.Duration {
 	ch := make(chan time.Duration, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -23,6 +33,9 @@ func pinned(cpu int, fn func()) <-chan time.Duration {
 			var set unix.CPUSet
 			set.Set(cpu)
 			_ = unix.SchedSetaffinity(0, &set) // unpinned is still a measurement
+		}
+		if private {
+			_, _ = thread.Dedicate(-1) // refused, the shared table is still a measurement
 		}
 		t0 := threadCPU()
 		fn()

@@ -21,7 +21,9 @@ import (
 // socket, spins on recv(MSG_DONTWAIT) for the answer, and times the round
 // trip from just before the send to just after the recv, warmup round trips
 // first (n/10, at most 1000), as pingpong.c does. Both calls go straight to
-// the kernel (RawSyscall6: no scheduler bookkeeping), into one buffer each.
+// the kernel (RawSyscall6: no scheduler bookkeeping), into one buffer each,
+// from threads with private descriptor tables, as skb's goroutines run
+// (datapath).
 // The percentiles are taken as C takes them (sorted, element n*q).
 func rawPingRun(ctx context.Context, e *env, iters int) (sample, error) {
 	srv, err := rawUDP(nil)
@@ -40,7 +42,7 @@ func rawPingRun(ctx context.Context, e *env, iters int) (sample, error) {
 	defer unix.Close(cli)
 	var stop atomic.Bool
 	started := make(chan struct{})
-	srvDone := pinned(e.receiver, func() {
+	srvDone := datapath(e.receiver, func() {
 		close(started)
 		rawEcho(srv, &stop)
 	})
@@ -49,7 +51,7 @@ func rawPingRun(ctx context.Context, e *env, iters int) (sample, error) {
 	<-started
 	var rtt []time.Duration
 	var cliErr error
-	<-pinned(e.sender, func() { rtt, cliErr = rawPings(ctx, cli, iters, 4*e.dur+time.Second) })
+	<-datapath(e.sender, func() { rtt, cliErr = rawPings(ctx, cli, iters, 4*e.dur+time.Second) })
 	stop.Store(true)
 	<-srvDone
 	if cliErr != nil {

@@ -190,7 +190,8 @@ func pingUDP(ctx context.Context, e *env, size, iters int, busy, clone bool) (sa
 
 // runPing runs a ping-pong between two devices: Echo on srv, pinned to the
 // receiver CPU and bounded by 4 times the run duration and 10 seconds, and
-// PingPong with pc on cli, pinned to the sender CPU; Echo spins when
+// PingPong with pc on cli, pinned to the sender CPU, each on a thread with
+// a private descriptor table as the skb tool runs them (datapath); Echo spins when
 // pc.BusyPoll and stops once PingPong returns. what names the ping-pong in
 // the error when no round trip completed.
 func runPing(ctx context.Context, e *env, srv, cli netdev.Device, what string, pc traffic.PingPongConfig) (sample, error) {
@@ -198,7 +199,7 @@ func runPing(ctx context.Context, e *env, srv, cli netdev.Device, what string, p
 	defer stop()
 	started := make(chan struct{})
 	var echoErr error
-	srvDone := pinned(e.receiver, func() {
+	srvDone := datapath(e.receiver, func() {
 		close(started)
 		// Budget 1, as the client: one request is in flight, and the udp
 		// driver then probes for one datagram instead of asking for a batch.
@@ -207,7 +208,7 @@ func runPing(ctx context.Context, e *env, srv, cli netdev.Device, what string, p
 	<-started
 	var res traffic.PingPongResult
 	var pingErr error
-	<-pinned(e.sender, func() { res, pingErr = traffic.PingPong(ctx, cli, pc) })
+	<-datapath(e.sender, func() { res, pingErr = traffic.PingPong(ctx, cli, pc) })
 	stop()
 	<-srvDone
 	if err := firstErr(pingErr, echoErr); err != nil {

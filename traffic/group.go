@@ -10,7 +10,8 @@ import (
 )
 
 // RunSinks runs one Sink per device, each on a goroutine of its own (a
-// device belongs to one goroutine), with the same config, and merges
+// device belongs to one goroutine; with cfg.Thread, on a thread of its
+// own), with the same config, and merges
 // their results: a sink for a range of UDP ports, one socket per port, as
 // a generator's flows need on a datagram device. The bounds apply to the
 // group: Count to the packets of all, Idle to the time since the last
@@ -59,7 +60,12 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 	finished := make(chan int, len(devs))
 	for i, s := range sinks {
 		go func() {
-			_, errs[i] = s.Run(ctx)
+			run := func() { _, errs[i] = s.Run(ctx) }
+			if !cfg.Thread {
+				run()
+			} else if _, err := netdev.RunOnThread(-1, run); err != nil {
+				run() // only pinning fails, and no CPU is asked for
+			}
 			finished <- i
 		}()
 	}

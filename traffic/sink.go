@@ -86,6 +86,13 @@ type SinkConfig struct {
 	// Interval (0 means DefaultInterval).
 	OnInterval func(SinkInterval)
 	Interval   time.Duration
+
+	// Thread runs each sink of RunSinks on an OS thread of its own with a
+	// private descriptor table (netdev.RunOnThread), so that its system
+	// calls on the device skip the file reference a table shared between
+	// threads costs; where that is refused, on a goroutine as without it.
+	// Sink.Run itself runs on its caller's goroutine either way.
+	Thread bool
 }
 
 // SinkInterval is what one interval of a sink run received.

@@ -51,24 +51,36 @@ func TestUDPLoopback(t *testing.T) {
 		gro   bool
 		want  uint64
 		bells uint64
+		// thread runs the sink with SinkConfig.Thread and the generator
+		// in netdev.RunOnThread: threads with private descriptor tables.
+		thread bool
 	}{
-		{"burst 1", PktgenConfig{Count: 4000, Rate: 40000}, false, false, 4000, 4000},
-		{"burst 16", PktgenConfig{Count: 4000, Rate: 40000, Burst: 16}, false, false, 4000, 250},
-		{"gso gro", PktgenConfig{Count: 6400, Rate: 100000, Burst: 64, GSO: true}, true, true, 6400, 100},
-		{"gso plain sink", PktgenConfig{Count: 3200, Rate: 40000, Burst: 32, GSO: true, Size: 200}, true, false, 3200, 100},
-		{"clone", PktgenConfig{Count: 2000, Rate: 40000, Burst: 4, Clone: 10}, false, false, 2000, 500},
+		{"burst 1", PktgenConfig{Count: 4000, Rate: 40000}, false, false, 4000, 4000, false},
+		{"burst 16", PktgenConfig{Count: 4000, Rate: 40000, Burst: 16}, false, false, 4000, 250, false},
+		{"gso gro", PktgenConfig{Count: 6400, Rate: 100000, Burst: 64, GSO: true}, true, true, 6400, 100, false},
+		{"gso plain sink", PktgenConfig{Count: 3200, Rate: 40000, Burst: 32, GSO: true, Size: 200}, true, false, 3200, 100, false},
+		{"clone", PktgenConfig{Count: 2000, Rate: 40000, Burst: 4, Clone: 10}, false, false, 2000, 500, false},
+		{"burst 16 on threads", PktgenConfig{Count: 4000, Rate: 40000, Burst: 16}, false, false, 4000, 250, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rx := openUDP(t, udp.Config{Local: lo4, GRO: tc.gro, RcvBuf: 4 << 20})
 			tx := openUDP(t, udp.Config{Local: lo4, GSO: tc.gso})
-			res := sinkAsync(t, []netdev.Device{rx}, SinkConfig{Count: tc.want, Duration: 10 * time.Second})
+			res := sinkAsync(t, []netdev.Device{rx}, SinkConfig{Count: tc.want, Duration: 10 * time.Second, Thread: tc.thread})
 			tc.gen.Dst = rx.LocalAddr()
 			g, err := NewPktgen(tx, tc.gen)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gr, err := g.Run(context.Background())
+			var gr PktgenResult
+			run := func() { gr, err = g.Run(context.Background()) }
+			if tc.thread {
+				if _, terr := netdev.RunOnThread(-1, run); terr != nil {
+					t.Fatal(terr)
+				}
+			} else {
+				run()
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

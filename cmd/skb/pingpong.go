@@ -214,7 +214,9 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return fmt.Errorf("pingpong: %w", err)
 	}
 	defer sc.stop()
-	r, runErr := traffic.Echo(sc, dev, cfg)
+	var r traffic.EchoResult
+	var runErr error
+	onThread(func() { r, runErr = traffic.Echo(sc, dev, cfg) })
 	p.line(fmt.Sprintf("echoed %d packets, %d bytes in %.2f seconds; %d errors", r.Echoed, r.Bytes, r.Seconds, r.Errors),
 		echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
 			Dev: spec.String(), Listen: listen.String()})
@@ -302,7 +304,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return fmt.Errorf("pingpong: %w", err)
 	}
 	defer sc.stop()
-	r, runErr := traffic.PingPong(sc, dev, cfg)
+	var r traffic.PingPongResult
+	var runErr error
+	onThread(func() { r, runErr = traffic.PingPong(sc, dev, cfg) })
 	if runErr != nil && r.Iters == 0 {
 		switch {
 		case errors.Is(runErr, unix.ECONNREFUSED):

@@ -296,7 +296,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	}
 	defer sc.stop()
 	icmp0, icmpOK := icmpUnreachable(dst.Addr().Is6())
-	r, runErr := g.Run(sc)
+	var r traffic.PktgenResult
+	var runErr error
+	onThread(func() { r, runErr = g.Run(sc) })
 	var icmp uint64
 	if n, ok := icmpUnreachable(dst.Addr().Is6()); ok && icmpOK && spec.kind != devMemring && n > icmp0 {
 		icmp = n - icmp0

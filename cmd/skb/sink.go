@@ -327,7 +327,8 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	if o.copybreak == 0 {
 		ncfg.Copybreak = netdev.CopybreakOff
 	}
-	cfg := traffic.SinkConfig{Budget: o.budget, Spin: o.spin, Sleep: o.sleep, Duration: o.duration, Idle: o.idle, Count: o.count}
+	cfg := traffic.SinkConfig{Budget: o.budget, Spin: o.spin, Sleep: o.sleep, Duration: o.duration, Idle: o.idle, Count: o.count,
+		Thread: true}
 	var devs []netdev.Device
 	defer func() {
 		for _, d := range devs {

@@ -1,0 +1,57 @@
+package thread
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dedicate pins the calling thread to cpu when cpu >= 0
+// (sched_setaffinity(2)) and gives it a private copy of the process's file
+// descriptor table (unshare(2) CLONE_FILES). The caller must hold
+// runtime.LockOSThread and keep holding it until its goroutine exits, so
+// that the runtime never runs another goroutine on the thread, makes its
+// new threads from a thread of its own rather than cloning this one, and
+// ends this thread with the goroutine.
+//
+// It returns an error wrapping the errno when pinning fails (EINVAL: no
+// such CPU, or not in the process's cpuset); private reports whether the
+// table is now the thread's own: false, with a nil error, where the
+// kernel refused the unshare (EPERM: a seccomp filter, as container
+// runtimes install), and the thread keeps the shared table.
+func Dedicate(cpu int) (private bool, err error) {
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return false, fmt.Errorf("pin to CPU %d: sched_setaffinity: %w", cpu, err)
+		}
+	}
+	startPoller()
+	return unix.Unshare(unix.CLONE_FILES) == nil, nil
+}
+
+// pollerOnce makes sure the Go runtime's network poller exists before any
+// thread takes a private table.
+var pollerOnce sync.Once
+
+// startPoller starts the runtime's network poller, if nothing has yet, by
+// opening and closing a pipe (os.Pipe registers both ends with it). The
+// poller's descriptors (its epoll instance and the eventfd that wakes it)
+// are made once per process, on whichever thread first needs them, and the
+// runtime uses them from any thread, a locked one included: it polls on
+// the thread that restarts the world after a garbage collection, and wakes
+// the poller from the thread that sets a timer. Made after a thread took
+// its private table, they would not be in that table, and the runtime
+// aborts ("netpoll failed", errno EBADF) the first time that thread uses
+// them.
+func startPoller() {
+	pollerOnce.Do(func() {
+		if r, w, err := os.Pipe(); err == nil {
+			r.Close()
+			w.Close()
+		}
+	})
+}

@@ -1,0 +1,123 @@
+package thread
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// onLocked runs fn on a goroutine locked to a thread that ends with it.
+func onLocked(fn func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends here
+		fn()
+	}()
+	<-done
+}
+
+// TestDedicatePrivateTable closes, on a dedicated thread, a descriptor
+// opened before: it is gone from that thread's table and still open in the
+// process's.
+func TestDedicatePrivateTable(t *testing.T) {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var private bool
+	var dErr, before, after error
+	onLocked(func() {
+		private, dErr = Dedicate(-1)
+		_, before = unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		unix.Close(fd)
+		_, after = unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	})
+	if dErr != nil {
+		t.Fatal(dErr)
+	}
+	if !private {
+		t.Skip("the kernel refused unshare(CLONE_FILES) here (seccomp?)")
+	}
+	if before != nil {
+		t.Fatalf("descriptor %d opened before Dedicate is not in the private table: %v", fd, before)
+	}
+	if !errors.Is(after, unix.EBADF) {
+		t.Fatalf("descriptor %d still open in the private table after close: %v", fd, after)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+		t.Fatalf("closing descriptor %d in the private table closed the process's: %v", fd, err)
+	}
+}
+
+// TestDedicatePin pins the thread to CPU 0, and refuses a CPU that does
+// not exist.
+func TestDedicatePin(t *testing.T) {
+	var set unix.CPUSet
+	var err, getErr error
+	onLocked(func() {
+		_, err = Dedicate(0)
+		getErr = unix.SchedGetaffinity(0, &set)
+	})
+	if err != nil || getErr != nil {
+		t.Fatal(err, getErr)
+	}
+	if set.Count() != 1 || !set.IsSet(0) {
+		t.Fatalf("thread may run on %d CPUs (CPU 0: %v), want CPU 0 alone", set.Count(), set.IsSet(0))
+	}
+	onLocked(func() { _, err = Dedicate(1 << 20) })
+	if !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("Dedicate(1<<20) = %v, want EINVAL", err)
+	}
+}
+
+// TestDedicateBeforePoller takes a private table before anything in the
+// process has started the runtime's network poller, then starts it from
+// another thread and has the dedicated thread run a garbage collection and
+// a timer, which use the poller's descriptors from that thread. Without
+// startPoller the runtime aborts ("netpoll failed"); the test runs it in a
+// fresh process (this test binary, run again) to have no poller yet.
+func TestDedicateBeforePoller(t *testing.T) {
+	if os.Getenv("SKB_THREAD_CHILD") == "1" {
+		onLocked(func() {
+			if _, err := Dedicate(-1); err != nil {
+				fmt.Println("dedicate:", err)
+				return
+			}
+			done := make(chan struct{})
+			go func() { // another thread: the poller's descriptors go to the shared table
+				if r, w, err := os.Pipe(); err == nil {
+					r.Close()
+					w.Close()
+				}
+				close(done)
+			}()
+			<-done
+			for range 3 {
+				runtime.GC()
+				time.Sleep(time.Millisecond)
+			}
+			fmt.Println("child ok")
+		})
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDedicateBeforePoller$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SKB_THREAD_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "child ok") {
+		t.Fatalf("child: %v\n%s", err, firstLines(string(out), 8))
+	}
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
