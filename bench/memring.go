@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -203,5 +204,5 @@ func pingMem(ctx context.Context, e *env, size int, clone bool) (sample, error) 
 	return runPing(ctx, e, b, a, "memring ping-pong", traffic.PingPongConfig{
 		Size: size, Iters: pingIters(e.memDuration(), 250*time.Nanosecond), Warmup: 10,
 		Duration: max(e.memDuration(), 50*time.Millisecond), BusyPoll: true,
-	})
+	}, netip.Prefix{})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -26,7 +27,7 @@ import (
 // (datapath).
 // The percentiles are taken as C takes them (sorted, element n*q).
 func rawPingRun(ctx context.Context, e *env, iters int) (sample, error) {
-	srv, err := rawUDP(nil)
+	srv, err := rawUDP([4]byte{}, nil) // the wildcard, as pingpong.c binds
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +36,11 @@ func rawPingRun(ctx context.Context, e *env, iters int) (sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("getsockname: %w", err)
 	}
-	cli, err := rawUDP(sa)
+	sin, ok := sa.(*unix.SockaddrInet4)
+	if !ok {
+		return nil, fmt.Errorf("getsockname: %T, want an IPv4 address", sa)
+	}
+	cli, err := rawUDP([4]byte{127, 0, 0, 1}, &unix.SockaddrInet4{Port: sin.Port, Addr: [4]byte{127, 0, 0, 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -70,16 +75,16 @@ func rawPingRun(ctx context.Context, e *env, iters int) (sample, error) {
 	return sample{"p50": us(rtt[n/2]), "p99": us(rtt[n*99/100]), "mean": us(sum / time.Duration(n))}, nil
 }
 
-// rawUDP returns a UDP socket bound to 127.0.0.1 (port chosen by the
-// kernel), connected to peer unless peer is nil.
-func rawUDP(peer unix.Sockaddr) (int, error) {
+// rawUDP returns a UDP socket bound to addr (port chosen by the kernel),
+// connected to peer unless peer is nil.
+func rawUDP(addr [4]byte, peer unix.Sockaddr) (int, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
 		return -1, fmt.Errorf("socket: %w", err)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: addr}); err != nil {
 		unix.Close(fd)
-		return -1, fmt.Errorf("bind 127.0.0.1: %w", err)
+		return -1, fmt.Errorf("bind %v: %w", netip.AddrFrom4(addr), err)
 	}
 	if peer != nil {
 		if err := unix.Connect(fd, peer); err != nil {
@@ -90,8 +95,9 @@ func rawUDP(peer unix.Sockaddr) (int, error) {
 	return fd, nil
 }
 
-// rawEcho answers every datagram on fd to its source until stop is set,
-// looking at stop every 64th empty poll.
+// rawEcho answers every datagram on fd from 127.0.0.0/8 to its source (as
+// skb's echo server with EchoConfig.From; the socket is bound to the
+// wildcard) until stop is set, looking at stop every 1024th empty poll.
 func rawEcho(fd int, stop *atomic.Bool) {
 	var buf [2048]byte
 	var from unix.RawSockaddrInet4
@@ -106,6 +112,9 @@ func rawEcho(fd int, stop *atomic.Bool) {
 				}
 				yield()
 			}
+			continue
+		}
+		if from.Addr[0] != 127 {
 			continue
 		}
 		unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), n, 0,

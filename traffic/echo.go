@@ -42,6 +42,16 @@ type EchoConfig struct {
 	Port uint16
 	Addr netip.Addr
 
+	// From, when valid, limits the answers on a device that reports each
+	// datagram's source (an AddrXmitter: driver/udp) to sources inside
+	// it (an IPv4 source on a dual-stack socket is matched as IPv4); other
+	// datagrams are freed unanswered and counted in Other. A server bound
+	// to the wildcard address then answers only, say, 127.0.0.0/8: the
+	// kernel's cheapest reply path (no source address or device pinned on
+	// the socket, both of which cost each reply its own route lookup)
+	// without answering the network.
+	From netip.Prefix
+
 	// OnInterval, when set, is called on the server's goroutine every
 	// Interval (0 means DefaultInterval).
 	OnInterval func(EchoInterval)
@@ -61,7 +71,7 @@ type EchoResult struct {
 	Echoed  uint64  // packets answered
 	Bytes   uint64  // their UDP payload bytes (on a link-layer device too)
 	Seconds float64 // from the first request to the last
-	Other   uint64  // frames not answered (link-layer mode)
+	Other   uint64  // frames not answered (link-layer mode), datagrams from outside From
 	// Errors counts answers the device refused; FirstErr is the first.
 	Errors   uint64
 	FirstErr error
@@ -101,6 +111,9 @@ func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, e
 	if !cfg.Link {
 		e.ax, _ = dev.(AddrXmitter)
 	}
+	if cfg.From.IsValid() && e.ax == nil {
+		return EchoResult{}, fmt.Errorf("traffic: echo: %w: From %v needs a device that reports each datagram's source (driver/udp), not a link-layer one", ErrConfig, cfg.From)
+	}
 	e.handler = e.handle
 	r, err := e.loop(ctx)
 	if err != nil {
@@ -131,7 +144,13 @@ func (e *echoer) handle(b *skb.Buff) {
 		}
 		err = e.dev.Xmit(b, more)
 	case e.ax != nil:
-		err = e.ax.XmitTo(b, e.ax.Src(), more)
+		src := e.ax.Src()
+		if e.cfg.From.IsValid() && !e.cfg.From.Contains(src.Addr()) {
+			e.res.Other++
+			e.cache.Free(b)
+			return
+		}
+		err = e.ax.XmitTo(b, src, more)
 	default:
 		err = e.dev.Xmit(b, more)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skbdev/skb/driver/memring"
 	"github.com/skbdev/skb/driver/udp"
 	"github.com/skbdev/skb/netdev"
 )
@@ -197,6 +198,42 @@ func TestUDPPingPong(t *testing.T) {
 		if err != nil || r.Iters != 100 {
 			t.Errorf("busy %v, unconnected: %+v, %v", busy, r, err)
 		}
+	}
+}
+
+// TestUDPEchoFrom checks that an echo server with From answers sources
+// inside it only, and counts the others in Other.
+func TestUDPEchoFrom(t *testing.T) {
+	for _, tc := range []struct {
+		from   string
+		answer bool
+	}{{"127.0.0.0/8", true}, {"198.18.0.0/15", false}, {"::1/128", false}} {
+		srv := openUDP(t, udp.Config{Local: netip.MustParseAddrPort("0.0.0.0:0")})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan EchoResult, 1)
+		go func() {
+			r, err := Echo(ctx, srv, EchoConfig{From: netip.MustParsePrefix(tc.from), Idle: -1})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		cli := openUDP(t, udp.Config{Remote: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), srv.LocalAddr().Port())})
+		r, err := PingPong(context.Background(), cli, PingPongConfig{Iters: 20, Warmup: -1, Timeout: 50 * time.Millisecond})
+		cancel()
+		er := <-done
+		if tc.answer {
+			if err != nil || r.Iters != 20 || er.Echoed != 20 || er.Other != 0 {
+				t.Errorf("From %s: pingpong %+v, %v; echo %+v: want 20 answered", tc.from, r, err, er)
+			}
+		} else if r.Iters != 0 || er.Echoed != 0 || er.Other == 0 {
+			t.Errorf("From %s: pingpong %+v, %v; echo %+v: want none answered, all in Other", tc.from, r, err, er)
+		}
+	}
+	// A device that does not report sources cannot filter by them.
+	a, _ := pair(t, memring.Config{})
+	if _, err := Echo(context.Background(), a, EchoConfig{From: netip.MustParsePrefix("127.0.0.0/8")}); !errors.Is(err, ErrConfig) {
+		t.Errorf("From on memring: %v, want ErrConfig", err)
 	}
 }
 

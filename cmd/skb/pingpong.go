@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -30,6 +31,7 @@ type pingpongOpts struct {
 	timeout  time.Duration
 	count    uint64
 	budget   int
+	from     string
 }
 
 func pingpongCmd() *cobra.Command {
@@ -86,6 +88,7 @@ came, as the C reference server) and --count.
 	durationVarP(fs, &o.idle, "idle", "", traffic.DefaultEchoIdle, "server: stop after this long without a request, once one came")
 	fs.IntVar(&o.budget, "budget", 0, fmt.Sprintf("packets per poll (default 1 for the client, %d for the server)", traffic.DefaultBudget))
 	fs.Uint64Var(&o.count, "count", 0, "server: stop after answering N packets (0: no limit)")
+	fs.StringVar(&o.from, "from", "", "server over udp: answer only sources in this PREFIX (e.g. 127.0.0.0/8, with --listen 0.0.0.0:PORT); others are counted and not answered")
 	durationVarP(fs, &o.timeout, "timeout", "", traffic.DefaultReplyTimeout, "client: how long to wait for each reply")
 	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process with an echo on its other end: the engine's own cost); afpacket's receive ring adds up to 1 ms per receive: measure latency over udp or afxdp")
 	addSenderFlags(cmd, &f)
@@ -150,8 +153,8 @@ func (o *pingpongOpts) check(cmd *cobra.Command) error {
 		return errors.New("pingpong: --listen needs --server (the client takes --connect)")
 	case o.server && (changed("size") || changed("iters") || changed("warmup") || changed("timeout")):
 		return errors.New("pingpong: --size, --iters, --warmup and --timeout are for the client")
-	case !o.server && (changed("idle") || changed("count")):
-		return errors.New("pingpong: --idle and --count are for the server")
+	case !o.server && (changed("idle") || changed("count") || changed("from")):
+		return errors.New("pingpong: --idle, --count and --from are for the server")
 	case o.iters < 1 || o.iters > traffic.MaxIters:
 		return fmt.Errorf("pingpong: --iters %d: want 1 to %d", o.iters, traffic.MaxIters)
 	case o.warmup < -1:
@@ -180,6 +183,16 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return errors.New("pingpong: --dev memring runs its own echo: give it to the client, without --server")
 	}
 	cfg := traffic.EchoConfig{Spin: o.busy, Duration: o.duration, Idle: o.idle, Count: o.count, Budget: o.budget}
+	if o.from != "" {
+		pfx, err := netip.ParsePrefix(o.from)
+		if err != nil {
+			return fmt.Errorf("pingpong: --from %q: want a prefix such as 127.0.0.0/8", o.from)
+		}
+		if spec.kind != devUDP {
+			return fmt.Errorf("pingpong: --from is for --dev udp (on %v the server answers frames to --listen's address)", spec)
+		}
+		cfg.From = pfx.Masked()
+	}
 	var dev netdev.Device
 	if spec.kind == devUDP {
 		d, err := udp.Open(udp.Config{Local: listen, RecvSize: recvSize(listen.Addr())})
@@ -217,7 +230,11 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	var r traffic.EchoResult
 	var runErr error
 	onThread(func() { r, runErr = traffic.Echo(sc, dev, cfg) })
-	p.line(fmt.Sprintf("echoed %d packets, %d bytes in %.2f seconds; %d errors", r.Echoed, r.Bytes, r.Seconds, r.Errors),
+	txt := fmt.Sprintf("echoed %d packets, %d bytes in %.2f seconds; %d errors", r.Echoed, r.Bytes, r.Seconds, r.Errors)
+	if r.Other > 0 {
+		txt += fmt.Sprintf("; %d not answered", r.Other)
+	}
+	p.line(txt,
 		echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
 			Dev: spec.String(), Listen: listen.String()})
 	if runErr != nil {

@@ -292,6 +292,31 @@ func TestPingPongServerLeaves(t *testing.T) {
 	}
 }
 
+// TestPingPongFrom runs a server bound to the wildcard address with
+// --from: it answers a loopback client when the prefix holds 127.0.0.1,
+// and counts the requests as not answered when it does not.
+func TestPingPongFrom(t *testing.T) {
+	for _, tc := range []struct {
+		from   string
+		answer bool
+	}{{"127.0.0.0/8", true}, {"198.18.0.0/15", false}} {
+		port := freePorts(t, 1)
+		srv := startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", fmt.Sprintf("0.0.0.0:%d", port),
+			"--from", tc.from, "--idle", "300ms", "-t", "10s"))
+		time.Sleep(200 * time.Millisecond)
+		out, errOut, code := skb(t, "pingpong", "--connect", fmt.Sprintf("127.0.0.1:%d", port), "-n", "20", "--warmup", "-1",
+			"--timeout", "100ms", "-t", "5s")
+		sout := srv.wait(t)
+		switch {
+		case tc.answer && (code != 0 || !strings.Contains(out, "20 iters in ") || !strings.Contains(sout, "echoed 20 packets")):
+			t.Errorf("--from %s: client exit %d, %q %q; server %q: want 20 answered", tc.from, code, out, errOut, sout)
+		case !tc.answer && (code == 0 || !strings.Contains(errOut, "no reply") || !strings.Contains(sout, "echoed 0 packets") ||
+			!strings.Contains(sout, " not answered")):
+			t.Errorf("--from %s: client exit %d, %q %q; server %q: want no answer, counted", tc.from, code, out, errOut, sout)
+		}
+	}
+}
+
 func TestMemringCLI(t *testing.T) {
 	_, r := ndjson(t, mustSkb(t, "pktgen", "--dev", "memring", "-n", "5000", "-b", "32", "--json"))
 	if num(r, "packets") != 5000 || num(r, "doorbells") != 157 {
@@ -459,6 +484,9 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--dst", "127.0.0.1:99999"}, `port "99999" is not a number from 1 to 65535`},
 		{[]string{"pktgen", "--dst", "127.0.0.1:0"}, `--dst "127.0.0.1:0": port "0" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--connect", "127.0.0.1:65536"}, `port "65536" is not a number from 1 to 65535`},
+		{[]string{"pingpong", "--server", "--from", "127.0.0.1"}, "skb: pingpong: --from \"127.0.0.1\": want a prefix such as 127.0.0.0/8\n"},
+		{[]string{"pingpong", "--from", "127.0.0.0/8"}, "skb: pingpong: --idle, --count and --from are for the server\n"},
+		{[]string{"pingpong", "--server", "--from", "127.0.0.0/8", "--dev", "memring"}, "skb: pingpong: --dev memring runs its own echo"},
 		{[]string{"sink", "--listen", "127.0.0.1:65536"}, `port "65536" is not a number from 0 to 65535`},
 		{[]string{"pktgen", "--src", "192.0.2.1"}, "skb: pktgen: --src 192.0.2.1 is not an address of this host"},
 		{[]string{"pingpong", "--src", "192.0.2.1"}, "skb: pingpong: --src 192.0.2.1 is not an address of this host"},
@@ -507,7 +535,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--iters", "0"}, "skb: pingpong: --iters 0: want 1 to"},
 		{[]string{"pktgen", "-s", "10"}, "skb: pktgen: --size 10: want 28 to 65507 bytes"},
 		{[]string{"pingpong", "--timeout", "0s"}, "--timeout"},
-		{[]string{"pingpong", "--count", "5"}, "--count are for the server"},
+		{[]string{"pingpong", "--count", "5"}, "--count and --from are for the server"},
 		{[]string{"pingpong", "--connect", "127.0.0.1:0"}, `skb: pingpong: --connect "127.0.0.1:0": port "0" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--connect", "224.0.0.1:9100"}, "skb: pingpong: --connect 224.0.0.1:9100: want a unicast address\n"},
 		{[]string{"pingpong", "--connect", "8.8.8.8:9100"}, "--allow-any-dst"},
