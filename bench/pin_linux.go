@@ -2,7 +2,6 @@ package bench
 
 import (
 	"os/exec"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -27,8 +26,7 @@ func datapath(cpu int, fn func()) <-chan time.Duration { return pinnedThread(cpu
 
 func pinnedThread(cpu int, private bool, fn func()) <-chan time.Duration {
 	ch := make(chan time.Duration, 1)
-	go func() {
-		runtime.LockOSThread()
+	go thread.Run(func() { // a thread that ends with fn, never the main one
 		if cpu >= 0 {
 			var set unix.CPUSet
 			set.Set(cpu)
@@ -40,7 +38,7 @@ func pinnedThread(cpu int, private bool, fn func()) <-chan time.Duration {
 		t0 := threadCPU()
 		fn()
 		ch <- threadCPU() - t0
-	}()
+	})
 	return ch
 }
 

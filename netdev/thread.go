@@ -2,58 +2,54 @@ package netdev
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/skbdev/skb/internal/thread"
 )
 
 // RunOnThread runs fn on a goroutine locked to a new OS thread of its own
-// and returns once fn has returned; the thread ends with fn and is never
-// reused. It is the thread for a datapath loop (a busy-polling receiver,
-// a generator ringing a doorbell per packet): pinned to cpu when cpu >= 0
-// (sched_setaffinity(2)), and, on Linux, with a private copy of the
-// process's file descriptor table (unshare(2) CLONE_FILES). Each system
-// call on a descriptor of a table shared between threads, as every Go
-// program's is, takes and drops a reference on the file (the kernel's
-// fdget and fdput); on a table of one thread it does not: an empty
-// non-blocking recvfrom(2) measured 329 ns against 276 ns from such a
-// thread (271 ns for single-threaded C), a ping-pong round trip about
-// 0.2 µs less (docs/BENCHMARKS.md, c-pingpong).
+// (never the process's main thread) and returns once fn has returned and
+// the thread has ended; the thread is never reused. It is the thread for a
+// datapath loop (a busy-polling receiver, a generator ringing a doorbell
+// per packet): pinned to cpu when cpu >= 0 (sched_setaffinity(2)), and, on
+// Linux, with a private copy of the process's file descriptor table
+// (unshare(2) CLONE_FILES). Each system call on a descriptor of a table
+// shared between threads, as every Go program's is, takes and drops a
+// reference on the file (the kernel's fdget and fdput); on a table of one
+// thread it does not: an empty non-blocking recvfrom(2) measured 329 ns
+// against 276 ns from such a thread (271 ns for single-threaded C), a
+// ping-pong round trip about 0.2 µs less (docs/BENCHMARKS.md, c-pingpong).
 //
 // The private table holds the descriptors open at the call, so fn may use
 // any device or socket opened before it; the Go runtime's own (its network
-// poller's, which it may use from fn's thread) are made before the table
-// is copied. fn must not open a descriptor
-// that outlives it or that other goroutines use (a file, a socket, a pipe,
-// os/exec's pipes): it would exist in fn's table only. And fn must not
-// close a device it was given: that closes fn's copy only, and the
-// process's stays open; Close devices after RunOnThread returns. A Close
-// from another goroutine while fn runs works as it does elsewhere (the
-// device's next call in fn returns ErrClosed), except that the kernel
-// releases the socket when fn returns and its table goes.
+// poller's, which it may use from fn's thread) are made before the table is
+// copied. fn must not open a descriptor that outlives it or that other
+// goroutines use (a file, a socket, a pipe, a process started with os/exec,
+// whose pipes and pidfd it holds): it would exist in fn's table only. And fn must not close a device it was given:
+// that closes fn's copy only, and the process's stays open. Close devices
+// after RunOnThread returns, and stop fn by other means (a context, a
+// count). A Close from another goroutine while fn runs wakes fn's Wait and
+// fails the device's next call with ErrClosed, but a device that releases
+// its descriptors on the goroutine of the call in progress (driver/udp,
+// driver/afxdp) then closes fn's copy only: the process's descriptor stays
+// open, its port bound or its AF_XDP queue busy, until the process exits.
 //
 // private reports whether fn ran with a private table: false, with a nil
 // error, on platforms other than Linux and where the kernel refused the
-// unshare (EPERM under a seccomp filter, as container runtimes install);
-// fn then ran with the shared table. err wraps the errno when pinning
-// failed (EINVAL: no such CPU, or not in the process's cpuset); fn did not
-// run.
+// unshare (EPERM under a seccomp filter, as container runtimes install); fn
+// then ran with the shared table. err wraps the errno when pinning failed
+// (EINVAL: no such CPU, or not in the process's cpuset); fn did not run.
 func RunOnThread(cpu int, fn func()) (private bool, err error) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// Never unlocked: the runtime ends the thread with the
-		// goroutine, pinning and private table with it, and makes its
-		// other threads from a thread of its own meanwhile rather than
-		// from this one (a locked thread's state is not cloned).
-		runtime.LockOSThread()
+	// thread.Run ends the thread with fn, pinning and private table with
+	// it, and never uses the main thread, which the runtime keeps; the
+	// runtime makes its other threads from a thread of its own meanwhile
+	// rather than from this one (a locked thread's state is not cloned).
+	thread.Run(func() {
 		private, err = thread.Dedicate(cpu)
 		if err != nil {
 			err = fmt.Errorf("netdev: run on thread: %w", err)
 			return
 		}
 		fn()
-	}()
-	<-done
+	})
 	return private, err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,6 +32,24 @@ func Dedicate(cpu int) (private bool, err error) {
 	}
 	startPoller()
 	return unix.Unshare(unix.CLONE_FILES) == nil, nil
+}
+
+// onMain reports whether the calling thread is the process's main thread
+// (its thread ID is the process ID, gettid(2)).
+func onMain() bool { return unix.Gettid() == unix.Getpid() }
+
+// self returns the calling thread's ID (gettid(2)).
+func self() int { return unix.Gettid() }
+
+// awaitEnd waits, up to a second, until thread tid of this process has
+// exited: tgkill(2) with signal 0 then fails with ESRCH. The kernel takes
+// a thread out of the process after it closed its files (do_exit: exit_files,
+// then exit_notify), so its private table's files are released by then.
+func awaitEnd(tid int) {
+	pid := unix.Getpid()
+	for deadline := time.Now().Add(time.Second); unix.Tgkill(pid, tid, 0) == nil && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Microsecond)
+	}
 }
 
 // pollerOnce makes sure the Go runtime's network poller exists before any

@@ -13,6 +13,58 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+func TestMain(m *testing.M) {
+	if os.Getenv("SKB_THREAD_MAIN") == "1" {
+		runMainChild()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// runMainChild, on the main goroutine of a fresh process, gives Run the
+// main thread: with one P, the goroutine Run starts is the one the main
+// thread runs once the main goroutine blocks. It dedicates fn's thread,
+// closes the write end of a pipe opened before, and prints "released"
+// when the read end then reads end-of-file: no table still holds the
+// write end.
+func runMainChild() {
+	runtime.GOMAXPROCS(1)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		fmt.Println("pipe:", err)
+		return
+	}
+	var tid int
+	Run(func() {
+		tid = unix.Gettid()
+		if _, err := Dedicate(-1); err != nil {
+			fmt.Println("dedicate:", err)
+		}
+	})
+	unix.Close(p[1])
+	n, err := unix.Read(p[0], make([]byte, 1))
+	fmt.Printf("fn on main thread: %v\n", tid == unix.Getpid())
+	if n == 0 && err == nil {
+		fmt.Println("released")
+	} else {
+		fmt.Printf("write end still open somewhere: read %d, %v\n", n, err)
+	}
+}
+
+// TestRunNotMain runs Run from the main goroutine of a fresh process
+// (this test binary, run again), where its goroutine would start on the
+// main thread: fn must run elsewhere, since the runtime parks the main
+// thread for good instead of ending it, and a private table there would
+// keep open every descriptor it held.
+func TestRunNotMain(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SKB_THREAD_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "released") {
+		t.Fatalf("child: %v\n%s", err, firstLines(string(out), 8))
+	}
+}
+
 // onLocked runs fn on a goroutine locked to a thread that ends with it.
 func onLocked(fn func()) {
 	done := make(chan struct{})
@@ -120,4 +172,36 @@ func TestDedicateBeforePoller(t *testing.T) {
 func firstLines(s string, n int) string {
 	lines := strings.SplitN(s, "\n", n+1)
 	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
+
+// TestRunReleases closes, as soon as Run returns, a socket opened before
+// a Run whose fn took a private table, and binds its port again: fn's
+// thread, and the copy of the socket in its table, must be gone by then.
+func TestRunReleases(t *testing.T) {
+	for i := range 200 {
+		s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Bind(s, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			unix.Close(s)
+			t.Fatal(err)
+		}
+		sa, err := unix.Getsockname(s)
+		if err != nil {
+			unix.Close(s)
+			t.Fatal(err)
+		}
+		Run(func() { _, _ = Dedicate(-1) })
+		unix.Close(s)
+		s2, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = unix.Bind(s2, sa)
+		unix.Close(s2)
+		if err != nil {
+			t.Fatalf("run %d: port %d still bound after Run returned and the socket was closed: %v", i, sa.(*unix.SockaddrInet4).Port, err)
+		}
+	}
 }

@@ -5,3 +5,13 @@ package thread
 // Dedicate does nothing on this platform: threads are not pinned and keep
 // the process's descriptor table (private is false, err nil).
 func Dedicate(cpu int) (private bool, err error) { return false, nil }
+
+// onMain reports false: on this platform Dedicate changes nothing that
+// the main thread could keep.
+func onMain() bool { return false }
+
+// self returns 0: Run has no thread to wait for on this platform.
+func self() int { return 0 }
+
+// awaitEnd does nothing.
+func awaitEnd(tid int) {}
