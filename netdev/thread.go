@@ -15,8 +15,8 @@ import (
 // (unshare(2) CLONE_FILES). Each system call on a descriptor of a table
 // shared between threads, as every Go program's is, takes and drops a
 // reference on the file (the kernel's fdget and fdput); on a table of one
-// thread it does not: an empty non-blocking recvfrom(2) measured 329 ns
-// against 276 ns from such a thread (271 ns for single-threaded C), a
+// thread it does not: an empty non-blocking recvfrom(2) measured 327 ns
+// against 277 ns from such a thread (271 ns for single-threaded C), a
 // ping-pong round trip about 0.2 µs less (docs/BENCHMARKS.md, c-pingpong).
 //
 // The private table holds the descriptors open at the call, so fn may use
@@ -24,14 +24,13 @@ import (
 // poller's, which it may use from fn's thread) are made before the table is
 // copied. fn must not open a descriptor that outlives it or that other
 // goroutines use (a file, a socket, a pipe, a process started with os/exec,
-// whose pipes and pidfd it holds): it would exist in fn's table only. And fn must not close a device it was given:
-// that closes fn's copy only, and the process's stays open. Close devices
-// after RunOnThread returns, and stop fn by other means (a context, a
-// count). A Close from another goroutine while fn runs wakes fn's Wait and
-// fails the device's next call with ErrClosed, but a device that releases
-// its descriptors on the goroutine of the call in progress (driver/udp,
-// driver/afxdp) then closes fn's copy only: the process's descriptor stays
-// open, its port bound or its AF_XDP queue busy, until the process exits.
+// whose pipes and pidfd it holds): it would exist in fn's table only. A
+// device closed by fn, or by another goroutine while fn is in one of its
+// calls (which wakes fn's Wait and fails its next call with ErrClosed), is
+// released in the process's table all the same: the drivers run their
+// release on a thread with that table (internal/thread.Shared). fn's own
+// copies of the device's descriptors go when fn's thread ends, before
+// RunOnThread returns.
 //
 // private reports whether fn ran with a private table: false, with a nil
 // error, on platforms other than Linux and where the kernel refused the

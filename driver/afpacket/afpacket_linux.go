@@ -17,6 +17,7 @@ import (
 	"github.com/skbdev/skb/header"
 	"github.com/skbdev/skb/internal/mmsg"
 	"github.com/skbdev/skb/internal/ring"
+	"github.com/skbdev/skb/internal/thread"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
@@ -536,7 +537,11 @@ func (d *Device) Close() error {
 	}
 	d.ctr.TxDrop(netdev.DropClosed, d.txn+d.txPend)
 	d.txn, d.txPend = 0, 0
-	if err := d.release(); err != nil {
+	var err error
+	// In the process's descriptor table, also when Close is called on a
+	// thread with a private one (netdev.RunOnThread).
+	thread.Shared(func() { err = d.release() })
+	if err != nil {
 		return fmt.Errorf("afpacket: close %s: %w", d.cfg.Ifname, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/internal/nap"
+	"github.com/skbdev/skb/internal/thread"
 	"github.com/skbdev/skb/internal/xsk"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
@@ -1051,7 +1052,10 @@ func (d *Device) Close() error {
 // the last method in progress on a closed device returns.
 func (d *Device) teardown() {
 	d.down.Do(func() {
-		d.downErr = d.release()
+		// In the process's descriptor table, also when the last call out
+		// is on a thread with a private one (netdev.RunOnThread): the
+		// socket, its XDP program and map, the eventfd.
+		thread.Shared(func() { d.downErr = d.release() })
 		close(d.downDone)
 	})
 }

@@ -976,3 +976,36 @@ func BenchmarkXmit(b *testing.B) {
 		}
 	}
 }
+
+// TestCloseDuringRunOnThread closes a device from another goroutine while
+// its goroutine waits in it on a thread with a private descriptor table
+// (netdev.RunOnThread): the device releases on that thread, and must still
+// detach its program and free the queue in the process's table, so that
+// the queue can be bound again once RunOnThread has returned.
+func TestCloseDuringRunOnThread(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	d := openOn(t, &l.B, Config{})
+	closed := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		closed <- d.Close()
+	}()
+	var waitErr error
+	private, err := netdev.RunOnThread(-1, func() { waitErr = d.Wait(3 * time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if !private {
+		t.Skip("the kernel refused a private descriptor table here (seccomp?)")
+	}
+	if !errors.Is(waitErr, netdev.ErrClosed) {
+		t.Errorf("Wait: %v, want ErrClosed", waitErr)
+	}
+	if xdpAttached(t, &l.B) {
+		t.Errorf("a program stays attached after Close and RunOnThread returned")
+	}
+	openOn(t, &l.B, Config{}) // the queue is free again
+}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/internal/mmsg"
+	"github.com/skbdev/skb/internal/thread"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
 )
@@ -437,7 +438,11 @@ func (d *Device) cleanup() {
 	d.rx.release(d)
 	d.cache.Close()
 	var err error
-	if e := unix.Close(d.fd); e != nil {
+	var e error
+	// In the process's descriptor table, also when the last call out is
+	// on a thread with a private one (netdev.RunOnThread).
+	thread.Shared(func() { e = unix.Close(d.fd) })
+	if e != nil {
 		err = fmt.Errorf("udp: close: %w", e)
 	}
 	if d.ownPool {

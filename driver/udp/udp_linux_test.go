@@ -1134,3 +1134,64 @@ func TestClosedErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseDuringRunOnThread closes a device from another goroutine while
+// its goroutine waits in it on a thread with a private descriptor table
+// (netdev.RunOnThread): the device releases on that thread, and its socket
+// must still be closed in the process's table, so that its port is free
+// once RunOnThread has returned.
+func TestCloseDuringRunOnThread(t *testing.T) {
+	d, err := Open(Config{Local: netip.MustParseAddrPort("127.0.0.1:0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := d.LocalAddr()
+	closed := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		closed <- d.Close()
+	}()
+	var waitErr error
+	private, err := netdev.RunOnThread(-1, func() { waitErr = d.Wait(3 * time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !private {
+		t.Skip("the kernel refused a private descriptor table here (seccomp?)")
+	}
+	if !errors.Is(waitErr, netdev.ErrClosed) {
+		t.Errorf("Wait: %v, want ErrClosed", waitErr)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	c, err := net.ListenPacket("udp4", addr.String())
+	if err != nil {
+		t.Fatalf("%v still bound after Close and RunOnThread returned: %v", addr, err)
+	}
+	c.Close()
+}
+
+// TestCloseInRunOnThread closes a device on the thread with a private
+// descriptor table that uses it: its port is free once RunOnThread has
+// returned.
+func TestCloseInRunOnThread(t *testing.T) {
+	d, err := Open(Config{Local: netip.MustParseAddrPort("127.0.0.1:0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := d.LocalAddr()
+	var closeErr error
+	private, err := netdev.RunOnThread(-1, func() { closeErr = d.Close() })
+	if err != nil || closeErr != nil {
+		t.Fatal(err, closeErr)
+	}
+	if !private {
+		t.Skip("the kernel refused a private descriptor table here (seccomp?)")
+	}
+	c, err := net.ListenPacket("udp4", addr.String())
+	if err != nil {
+		t.Fatalf("%v still bound after Close in RunOnThread: %v", addr, err)
+	}
+	c.Close()
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -31,7 +32,54 @@ func Dedicate(cpu int) (private bool, err error) {
 		}
 	}
 	startPoller()
-	return unix.Unshare(unix.CLONE_FILES) == nil, nil
+	if unix.Unshare(unix.CLONE_FILES) != nil {
+		return false, nil
+	}
+	privates.Store(unix.Gettid(), struct{}{})
+	nprivate.Add(1)
+	return true, nil
+}
+
+// privates holds the IDs of the threads that took a private table with
+// Dedicate and have not ended; nprivate counts them, so that Shared costs
+// nothing in a process without any.
+var (
+	privates sync.Map // thread ID -> struct{}
+	nprivate atomic.Int32
+)
+
+// forget takes the calling thread out of privates as it ends (Run).
+func forget() {
+	if _, ok := privates.LoadAndDelete(unix.Gettid()); ok {
+		nprivate.Add(-1)
+	}
+}
+
+// Shared runs fn on the calling goroutine when the calling thread uses the
+// process's descriptor table, and otherwise, when it took a private one
+// with Dedicate, on another goroutine (which runs on a thread with the
+// process's table: a locked thread runs no other goroutine), waiting for
+// it. A device's release runs in Shared, so that the descriptors it closes
+// are closed in the process's table whichever thread releases it: a
+// device closed from another goroutine while a call of fn's was in
+// progress releases on fn's thread, where a close would close fn's copy
+// only and leave the process's open until exit (its port bound, its AF_XDP
+// queue busy). fn's copies go when fn's thread ends.
+func Shared(fn func()) {
+	if nprivate.Load() == 0 {
+		fn()
+		return
+	}
+	if _, ok := privates.Load(unix.Gettid()); !ok {
+		fn()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	<-done
 }
 
 // onMain reports whether the calling thread is the process's main thread

@@ -205,3 +205,46 @@ func TestRunReleases(t *testing.T) {
 		}
 	}
 }
+
+// TestShared runs fn in Shared from a thread with a private table: fn runs
+// on another thread, and a descriptor it closes is closed in the process's
+// table; from an ordinary thread, fn runs on the caller's.
+func TestShared(t *testing.T) {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tid, fnTid int
+	var private bool
+	Run(func() {
+		if private, err = Dedicate(-1); err != nil || !private {
+			return
+		}
+		tid = unix.Gettid()
+		Shared(func() {
+			fnTid = unix.Gettid()
+			unix.Close(fd)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !private {
+		unix.Close(fd)
+		t.Skip("the kernel refused unshare(CLONE_FILES) here (seccomp?)")
+	}
+	if fnTid == tid {
+		t.Errorf("Shared ran fn on the private thread %d", tid)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+		t.Errorf("descriptor %d closed in Shared is still open in the process's table: %v", fd, err)
+		unix.Close(fd)
+	}
+	onLocked(func() {
+		tid = unix.Gettid()
+		Shared(func() { fnTid = unix.Gettid() })
+	})
+	if fnTid != tid {
+		t.Errorf("Shared moved fn from an ordinary thread %d to %d", tid, fnTid)
+	}
+}

@@ -15,3 +15,9 @@ func self() int { return 0 }
 
 // awaitEnd does nothing.
 func awaitEnd(tid int) {}
+
+// forget does nothing: no thread has a private table here.
+func forget() {}
+
+// Shared runs fn: every thread uses the process's descriptor table here.
+func Shared(fn func()) { fn() }
