@@ -44,7 +44,8 @@ type EchoConfig struct {
 
 	// From, when valid, limits the answers on a device that reports each
 	// datagram's source (an AddrXmitter: driver/udp) to sources inside
-	// it (an IPv4 source on a dual-stack socket is matched as IPv4); other
+	// it (an IPv4 source on a dual-stack socket is matched as IPv4, and an
+	// IPv4-mapped prefix such as ::ffff:127.0.0.0/104 as its IPv4 one); other
 	// datagrams are freed unanswered and counted in Other. A server bound
 	// to the wildcard address then answers only, say, 127.0.0.0/8: the
 	// kernel's cheapest reply path (no source address or device pinned on
@@ -110,6 +111,11 @@ func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, e
 	e.cfg = cfg
 	if !cfg.Link {
 		e.ax, _ = dev.(AddrXmitter)
+	}
+	if a := cfg.From.Addr(); a.Is4In6() && cfg.From.Bits() >= 96 {
+		// Sources are matched as IPv4 (AddrXmitter's Src unmaps them).
+		cfg.From = netip.PrefixFrom(a.Unmap(), cfg.From.Bits()-96)
+		e.cfg.From = cfg.From
 	}
 	if cfg.From.IsValid() && e.ax == nil {
 		return EchoResult{}, fmt.Errorf("traffic: echo: %w: From %v needs a device that reports each datagram's source (driver/udp), not a link-layer one", ErrConfig, cfg.From)

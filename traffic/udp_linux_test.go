@@ -205,10 +205,19 @@ func TestUDPPingPong(t *testing.T) {
 // inside it only, and counts the others in Other.
 func TestUDPEchoFrom(t *testing.T) {
 	for _, tc := range []struct {
+		listen string
 		from   string
 		answer bool
-	}{{"127.0.0.0/8", true}, {"198.18.0.0/15", false}, {"::1/128", false}} {
-		srv := openUDP(t, udp.Config{Local: netip.MustParseAddrPort("0.0.0.0:0")})
+	}{
+		{"0.0.0.0:0", "127.0.0.0/8", true},
+		{"0.0.0.0:0", "198.18.0.0/15", false},
+		{"0.0.0.0:0", "::1/128", false},
+		// Dual-stack: an IPv4 source is matched as IPv4, also by a mapped prefix.
+		{"[::]:0", "127.0.0.0/8", true},
+		{"[::]:0", "::ffff:127.0.0.0/104", true},
+		{"[::]:0", "::ffff:198.18.0.0/111", false},
+	} {
+		srv := openUDP(t, udp.Config{Local: netip.MustParseAddrPort(tc.listen)})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan EchoResult, 1)
 		go func() {
@@ -224,10 +233,10 @@ func TestUDPEchoFrom(t *testing.T) {
 		er := <-done
 		if tc.answer {
 			if err != nil || r.Iters != 20 || er.Echoed != 20 || er.Other != 0 {
-				t.Errorf("From %s: pingpong %+v, %v; echo %+v: want 20 answered", tc.from, r, err, er)
+				t.Errorf("%s, From %s: pingpong %+v, %v; echo %+v: want 20 answered", tc.listen, tc.from, r, err, er)
 			}
 		} else if r.Iters != 0 || er.Echoed != 0 || er.Other == 0 {
-			t.Errorf("From %s: pingpong %+v, %v; echo %+v: want none answered, all in Other", tc.from, r, err, er)
+			t.Errorf("%s, From %s: pingpong %+v, %v; echo %+v: want none answered, all in Other", tc.listen, tc.from, r, err, er)
 		}
 	}
 	// A device that does not report sources cannot filter by them.

@@ -183,13 +183,17 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return errors.New("pingpong: --dev memring runs its own echo: give it to the client, without --server")
 	}
 	cfg := traffic.EchoConfig{Spin: o.busy, Duration: o.duration, Idle: o.idle, Count: o.count, Budget: o.budget}
-	if o.from != "" {
+	if cmd.Flags().Changed("from") {
 		pfx, err := netip.ParsePrefix(o.from)
 		if err != nil {
 			return fmt.Errorf("pingpong: --from %q: want a prefix such as 127.0.0.0/8", o.from)
 		}
 		if spec.kind != devUDP {
 			return fmt.Errorf("pingpong: --from is for --dev udp (on %v the server answers frames to --listen's address)", spec)
+		}
+		a, l := pfx.Addr().Unmap(), listen.Addr()
+		if a.Is4() && l.Is6() && !l.IsUnspecified() || a.Is6() && l.Is4() {
+			return fmt.Errorf("pingpong: --from %v never matches a source on --listen %v", pfx, listen)
 		}
 		cfg.From = pfx.Masked()
 	}
