@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/netdev/netdevtest"
 	"github.com/skbdev/skb/skb"
 )
 
@@ -78,5 +80,26 @@ func TestRoundTrip(t *testing.T) {
 				t.Logf("tx %+v", ts)
 			})
 		}
+	}
+}
+
+// TestCloseAroundRunOnThread closes one device from another goroutine while
+// its goroutine waits in it on a thread with a private descriptor table
+// (netdev.RunOnThread), and another from inside such a thread: both
+// release their socket and eventfd in the process's table.
+func TestCloseAroundRunOnThread(t *testing.T) {
+	l := newLab(t)
+	fds := openFDs()
+	d := openIn(t, &l.B, Config{})
+	if !netdevtest.CloseDuringRunOnThread(t, d) {
+		t.Skip("the kernel refused a private descriptor table here (seccomp?)")
+	}
+	d2 := openIn(t, &l.B, Config{})
+	var closeErr error
+	if _, err := netdev.RunOnThread(-1, func() { closeErr = d2.Close() }); err != nil || closeErr != nil {
+		t.Fatal(err, closeErr)
+	}
+	if n := openFDs(); n != fds {
+		t.Errorf("%d descriptors open after both closes, %d before the opens:\n%s", n, fds, fdNames())
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/skbdev/skb/lab"
 	"github.com/skbdev/skb/lab/labtest"
 	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/netdev/netdevtest"
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
@@ -985,24 +986,8 @@ func BenchmarkXmit(b *testing.B) {
 func TestCloseDuringRunOnThread(t *testing.T) {
 	l := labtest.New(t, lab.Options{})
 	d := openOn(t, &l.B, Config{})
-	closed := make(chan error, 1)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		closed <- d.Close()
-	}()
-	var waitErr error
-	private, err := netdev.RunOnThread(-1, func() { waitErr = d.Wait(3 * time.Second) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-closed; err != nil {
-		t.Errorf("Close: %v", err)
-	}
-	if !private {
+	if !netdevtest.CloseDuringRunOnThread(t, d) {
 		t.Skip("the kernel refused a private descriptor table here (seccomp?)")
-	}
-	if !errors.Is(waitErr, netdev.ErrClosed) {
-		t.Errorf("Wait: %v, want ErrClosed", waitErr)
 	}
 	if xdpAttached(t, &l.B) {
 		t.Errorf("a program stays attached after Close and RunOnThread returned")

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/netdev/netdevtest"
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
@@ -1146,24 +1147,8 @@ func TestCloseDuringRunOnThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := d.LocalAddr()
-	closed := make(chan error, 1)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		closed <- d.Close()
-	}()
-	var waitErr error
-	private, err := netdev.RunOnThread(-1, func() { waitErr = d.Wait(3 * time.Second) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !private {
+	if !netdevtest.CloseDuringRunOnThread(t, d) {
 		t.Skip("the kernel refused a private descriptor table here (seccomp?)")
-	}
-	if !errors.Is(waitErr, netdev.ErrClosed) {
-		t.Errorf("Wait: %v, want ErrClosed", waitErr)
-	}
-	if err := <-closed; err != nil {
-		t.Errorf("Close: %v", err)
 	}
 	c, err := net.ListenPacket("udp4", addr.String())
 	if err != nil {
