@@ -103,3 +103,20 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigError checks that a driver's config error matches both
+// sentinels and says "invalid config" once.
+func TestConfigError(t *testing.T) {
+	driverErr := errors.New("mydriver: invalid config")
+	verr := netdev.Config{Headroom: -5}.Validate()
+	err := netdev.ConfigError(driverErr, verr)
+	if !errors.Is(err, driverErr) || !errors.Is(err, netdev.ErrConfig) {
+		t.Errorf("%v matches the driver's sentinel: %v, netdev's: %v; want both", err, errors.Is(err, driverErr), errors.Is(err, netdev.ErrConfig))
+	}
+	if got, want := err.Error(), "netdev: invalid config: headroom -5 (NoHeadroom, 0 to 4096)"; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	if netdev.ConfigError(driverErr, nil) != nil {
+		t.Error("ConfigError of nil is not nil")
+	}
+}

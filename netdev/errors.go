@@ -29,3 +29,23 @@ var (
 	// receive. It is os.ErrDeadlineExceeded.
 	ErrTimeout = os.ErrDeadlineExceeded
 )
+
+// ConfigError returns err, an error of Config.Validate, as a driver's Open
+// reports it: an error that also matches the driver's own sentinel
+// (errors.Is(e, driverErr) and errors.Is(e, ErrConfig) both hold) and whose
+// message is err's alone, so that the driver's prefix and the netdev one do
+// not both say "invalid config" ("memring: new pair: netdev: invalid
+// config: headroom -5 (NoHeadroom, 0 to 4096)"). It returns nil for a nil
+// err.
+func ConfigError(driverErr, err error) error {
+	if err == nil {
+		return nil
+	}
+	return configError{driverErr, err}
+}
+
+// configError is ConfigError's error: err's message, both errors matched.
+type configError struct{ driver, err error }
+
+func (e configError) Error() string   { return e.err.Error() }
+func (e configError) Unwrap() []error { return []error{e.driver, e.err} }

@@ -158,7 +158,7 @@ type errnoErr struct {
 // device.
 func Open(cfg Config) (*Device, error) {
 	if err := cfg.Config.Validate(); err != nil {
-		return nil, fmt.Errorf("afpacket: open %s: %w: %w", cfg.Ifname, ErrConfig, err)
+		return nil, fmt.Errorf("afpacket: open %s: %w", cfg.Ifname, netdev.ConfigError(ErrConfig, err))
 	}
 	g, err := cfg.check(os.Getpagesize())
 	if err != nil {

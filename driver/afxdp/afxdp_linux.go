@@ -125,7 +125,7 @@ type Device struct {
 // Open made is released, the program detached and the socket closed.
 func Open(ifname string, queue int, cfg Config) (*Device, error) {
 	if err := cfg.Config.Validate(); err != nil {
-		return nil, fmt.Errorf("afxdp: open %s queue %d: %w: %w", ifname, queue, ErrConfig, err)
+		return nil, fmt.Errorf("afxdp: open %s queue %d: %w", ifname, queue, netdev.ConfigError(ErrConfig, err))
 	}
 	c, err := cfg.resolved()
 	if err != nil {

@@ -144,7 +144,7 @@ func (s *pairShared) put() error {
 // them.
 func NewPair(cfg Config) (a, b *Device, err error) {
 	if err := cfg.Config.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("memring: new pair: %w: %w", ErrConfig, err)
+		return nil, nil, fmt.Errorf("memring: new pair: %w", netdev.ConfigError(ErrConfig, err))
 	}
 	if err := cfg.check(); err != nil {
 		return nil, nil, err

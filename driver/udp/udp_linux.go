@@ -95,7 +95,7 @@ func Open(cfg Config) (*Device, error) {
 
 func open(cfg Config) (*Device, error) {
 	if err := cfg.Config.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, netdev.ConfigError(ErrConfig, err)
 	}
 	if cfg.SndBuf < 0 || cfg.RcvBuf < 0 || cfg.RecvSize < 0 || cfg.BusyPoll < 0 {
 		return nil, fmt.Errorf("%w: negative size", ErrConfig)
