@@ -219,9 +219,21 @@ func (h *Host) enter() error {
 // namespace, through `ip netns exec` (iproute2's ip(8) must be in PATH): the
 // program also sees a /sys of the namespace, and /etc/netns/<NSName>/ files
 // if any, as ip-netns(8) describes. The caller sets its I/O and starts it as
-// with exec.Command; if ip is not found, Start returns cmd.Err.
+// with exec.Command; if ip is not found, or the lab was closed or released,
+// Start returns cmd.Err (matching net.ErrClosed in the second case).
 func (h *Host) Cmd(name string, args ...string) *exec.Cmd {
-	return exec.Command("ip", append([]string{"netns", "exec", h.NSName, name}, args...)...)
+	c := exec.Command("ip", append([]string{"netns", "exec", h.NSName, name}, args...)...)
+	if h.lab == nil || h.lab.isClosed() {
+		c.Err = fmt.Errorf("lab: cmd %s in %s: %w", name, h.NSName, net.ErrClosed)
+	}
+	return c
+}
+
+// isClosed reports whether Close or Release was called.
+func (l *Lab) isClosed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.closed
 }
 
 // SetThreaded turns threaded NAPI on h's veth end on or off by writing

@@ -186,6 +186,9 @@ func TestNewClose(t *testing.T) {
 	if err := l.A.Do(func() error { return nil }); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("Do after Close = %v, want net.ErrClosed", err)
 	}
+	if err := l.A.Cmd("true").Run(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Cmd after Close: Run = %v, want net.ErrClosed", err)
+	}
 	if err := l.SetThreaded(true); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("SetThreaded after Close = %v, want net.ErrClosed", err)
 	}
