@@ -13,8 +13,9 @@ import (
 // pinned runs fn on a new goroutine locked to its own OS thread, pinned to
 // cpu (NoPin: not pinned) with sched_setaffinity(2), and returns a channel
 // that receives the CPU time (user and system) the thread spent in fn once
-// fn returns. The goroutine exits still locked, so the thread, with its
-// affinity, is discarded rather than reused.
+// fn has returned and the thread has ended. The goroutine exits still
+// locked, so the thread, with its affinity, is discarded rather than
+// reused.
 func pinned(cpu int, fn func()) <-chan time.Duration { return pinnedThread(cpu, false, fn) }
 
 // datapath runs fn as pinned does, on a thread that also has a private
@@ -26,19 +27,27 @@ func datapath(cpu int, fn func()) <-chan time.Duration { return pinnedThread(cpu
 
 func pinnedThread(cpu int, private bool, fn func()) <-chan time.Duration {
 	ch := make(chan time.Duration, 1)
-	go thread.Run(func() { // a thread that ends with fn, never the main one
-		if cpu >= 0 {
-			var set unix.CPUSet
-			set.Set(cpu)
-			_ = unix.SchedSetaffinity(0, &set) // unpinned is still a measurement
-		}
-		if private {
-			_, _ = thread.Dedicate(-1) // refused, the shared table is still a measurement
-		}
-		t0 := threadCPU()
-		fn()
-		ch <- threadCPU() - t0
-	})
+	go func() {
+		var cpuTime time.Duration
+		thread.Run(func() { // a thread that ends with fn, never the main one
+			if cpu >= 0 {
+				var set unix.CPUSet
+				set.Set(cpu)
+				_ = unix.SchedSetaffinity(0, &set) // unpinned is still a measurement
+			}
+			if private {
+				_, _ = thread.Dedicate(-1) // refused, the shared table is still a measurement
+			}
+			t0 := threadCPU()
+			fn()
+			cpuTime = threadCPU() - t0
+		})
+		// Only once the thread has ended (thread.Run waits for it): the
+		// kernel closes a private table's copies of the devices' sockets
+		// as the thread exits, and a device the caller closes next (an
+		// AF_XDP socket, one to a queue) must not still be held then.
+		ch <- cpuTime
+	}()
 	return ch
 }
 
