@@ -30,7 +30,8 @@ import (
 // released in the process's table all the same: the drivers run their
 // release on a thread with that table (internal/thread.Shared). fn's own
 // copies of the device's descriptors go when fn's thread ends, before
-// RunOnThread returns.
+// RunOnThread returns. A device fn opens itself exists in fn's table
+// alone: fn must close it, and it is released there.
 //
 // private reports whether fn ran with a private table: false, with a nil
 // error, on platforms other than Linux and where the kernel refused the

@@ -69,6 +69,8 @@ type Device struct {
 	rx   []byte // receive ring (nil for TxOnly)
 	tx   []byte // transmit ring (TxRing only)
 
+	fdPrivate bool // fd and efd were opened in a private descriptor table (thread.Private)
+
 	ifindex  int
 	mtu      int
 	mac      header.MAC
@@ -186,7 +188,7 @@ func (d *Device) open(prog []bpf.RawInstruction) error {
 	if err != nil {
 		return fmt.Errorf("socket: %w", err)
 	}
-	d.fd = fd
+	d.fd, d.fdPrivate = fd, thread.Private()
 	if err := d.ifinfo(); err != nil {
 		return err
 	}
@@ -538,9 +540,9 @@ func (d *Device) Close() error {
 	d.ctr.TxDrop(netdev.DropClosed, d.txn+d.txPend)
 	d.txn, d.txPend = 0, 0
 	var err error
-	// In the process's descriptor table, also when Close is called on a
-	// thread with a private one (netdev.RunOnThread).
-	thread.Shared(func() { err = d.release() })
+	// In the table the device was opened in: the process's, also when
+	// Close is called on a thread with a private one (netdev.RunOnThread).
+	thread.Release(d.fdPrivate, func() { err = d.release() })
 	if err != nil {
 		return fmt.Errorf("afpacket: close %s: %w", d.cfg.Ifname, err)
 	}

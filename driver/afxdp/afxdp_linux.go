@@ -77,7 +77,8 @@ type Device struct {
 	needWakeup   bool
 	sock         *xsk.Socket
 	xdp          *xdpProgram
-	wakeFD       int // eventfd that Close writes to wake a WaitPoll
+	wakeFD       int  // eventfd that Close writes to wake a WaitPoll
+	fdPrivate    bool // the device was opened on a thread with a private descriptor table (thread.Private)
 
 	// The owner goroutine's state.
 	rxBufs    []*skb.Buff // by frame index: buffers posted to the fill ring
@@ -134,7 +135,7 @@ func Open(ifname string, queue int, cfg Config) (*Device, error) {
 	if queue < 0 {
 		return nil, fmt.Errorf("afxdp: open %s queue %d: %w: negative queue", ifname, queue, ErrConfig)
 	}
-	d := &Device{ifname: ifname, queue: queue, cfg: c, wakeFD: -1, downDone: make(chan struct{})}
+	d := &Device{ifname: ifname, queue: queue, cfg: c, wakeFD: -1, downDone: make(chan struct{}), fdPrivate: thread.Private()}
 	if err := d.open(); err != nil {
 		d.teardown()
 		return nil, err
@@ -1052,10 +1053,11 @@ func (d *Device) Close() error {
 // the last method in progress on a closed device returns.
 func (d *Device) teardown() {
 	d.down.Do(func() {
-		// In the process's descriptor table, also when the last call out
-		// is on a thread with a private one (netdev.RunOnThread): the
-		// socket, its XDP program and map, the eventfd.
-		thread.Shared(func() { d.downErr = d.release() })
+		// In the table the device was opened in: the process's, also
+		// when the last call out is on a thread with a private one
+		// (netdev.RunOnThread): the socket, its XDP program and map, the
+		// eventfd.
+		thread.Release(d.fdPrivate, func() { d.downErr = d.release() })
 		close(d.downDone)
 	})
 }

@@ -27,6 +27,7 @@ import (
 // goroutine only. Stats and Close are safe for concurrent use.
 type Device struct {
 	fd        int
+	fdPrivate bool // fd was opened in a private descriptor table (thread.Private)
 	family    int
 	dualStack bool
 	connected bool
@@ -162,7 +163,7 @@ func open(cfg Config) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
 	}
-	d.fd = fd
+	d.fd, d.fdPrivate = fd, thread.Private()
 	if err := d.setup(cfg); err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -439,9 +440,9 @@ func (d *Device) cleanup() {
 	d.cache.Close()
 	var err error
 	var e error
-	// In the process's descriptor table, also when the last call out is
-	// on a thread with a private one (netdev.RunOnThread).
-	thread.Shared(func() { e = unix.Close(d.fd) })
+	// In the table the socket was opened in: the process's, also when the
+	// last call out is on a thread with a private one (netdev.RunOnThread).
+	thread.Release(d.fdPrivate, func() { e = unix.Close(d.fd) })
 	if e != nil {
 		err = fmt.Errorf("udp: close: %w", e)
 	}

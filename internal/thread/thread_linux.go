@@ -64,13 +64,11 @@ func forget() {
 // device closed from another goroutine while a call of fn's was in
 // progress releases on fn's thread, where a close would close fn's copy
 // only and leave the process's open until exit (its port bound, its AF_XDP
-// queue busy). fn's copies go when fn's thread ends.
+// queue busy). fn's copies go when fn's thread ends. Descriptors opened on
+// a thread with a private table are not in the process's table: they are
+// released with Release.
 func Shared(fn func()) {
-	if nprivate.Load() == 0 {
-		fn()
-		return
-	}
-	if _, ok := privates.Load(unix.Gettid()); !ok {
+	if !Private() {
 		fn()
 		return
 	}
@@ -80,6 +78,32 @@ func Shared(fn func()) {
 		fn()
 	}()
 	<-done
+}
+
+// Private reports whether the calling thread took a private descriptor
+// table with Dedicate. A descriptor opened on such a thread exists in its
+// table alone, so a device notes Private at Open and releases with
+// Release: a release in Shared would close that number in the process's
+// table, where it names another file or none.
+func Private() bool {
+	if nprivate.Load() == 0 {
+		return false
+	}
+	_, ok := privates.Load(unix.Gettid())
+	return ok
+}
+
+// Release runs fn, a release of descriptors, in the table they were opened
+// in: on the calling goroutine when they were opened on a thread with a
+// private table (openedPrivate, from Private at the open; the release then
+// runs on that thread, the one goroutine allowed to use them), and
+// otherwise in Shared.
+func Release(openedPrivate bool, fn func()) {
+	if openedPrivate {
+		fn()
+		return
+	}
+	Shared(fn)
 }
 
 // onMain reports whether the calling thread is the process's main thread

@@ -21,3 +21,9 @@ func forget() {}
 
 // Shared runs fn: every thread uses the process's descriptor table here.
 func Shared(fn func()) { fn() }
+
+// Private reports false: no thread has a private table here.
+func Private() bool { return false }
+
+// Release runs fn: every thread uses the process's descriptor table here.
+func Release(openedPrivate bool, fn func()) { fn() }
