@@ -90,7 +90,9 @@ func pinArgv(cpu int, argv []string) []string {
 // The bench kills such a child when its run ends or is interrupted; out of
 // the terminal's process group, a child no longer gets its Ctrl-C, and
 // should the bench itself be killed, each ends by its own bound (the C
-// programs' -t and idle stops, the tool's --duration and --idle).
+// programs' -t and idle stops, the tool's --duration and --idle; the C
+// ping-pong client by its count of round trips, or never if a reply is
+// lost). Out of the terminal's session, a child gets no SIGHUP either.
 func startPinned(cpu int, cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}

@@ -16,8 +16,11 @@ import (
 // shared between threads, as every Go program's is, takes and drops a
 // reference on the file (the kernel's fdget and fdput); on a table of one
 // thread it does not: an empty non-blocking recvfrom(2) measured 327 ns
-// against 277 ns from such a thread (271 ns for single-threaded C), a
-// ping-pong round trip about 0.2 µs less (docs/BENCHMARKS.md, c-pingpong).
+// against 277 ns from such a thread (271 ns for single-threaded C); a
+// busy-polling ping-pong round trip took 0.2 µs less for a Go program
+// making the calls itself and 0.05-0.2 µs less for skb's (docs/BENCHMARKS.md,
+// c-pingpong). A panic in fn happens on fn's goroutine: it ends the
+// process, and the caller cannot recover it.
 //
 // The private table holds the descriptors open at the call, so fn may use
 // any device or socket opened before it; the Go runtime's own (its network

@@ -16,7 +16,8 @@ import (
 // runtime.LockOSThread and keep holding it until its goroutine exits, so
 // that the runtime never runs another goroutine on the thread, makes its
 // new threads from a thread of its own rather than cloning this one, and
-// ends this thread with the goroutine.
+// ends this thread with the goroutine: call it from fn of Run, which also
+// takes the thread out of the set Shared and Private look at as it ends.
 //
 // It returns an error wrapping the errno when pinning fails (EINVAL: no
 // such CPU, or not in the process's cpuset); private reports whether the
