@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/internal/thread/threadtest"
 )
 
 func TestMain(m *testing.M) {
@@ -178,32 +180,7 @@ func firstLines(s string, n int) string {
 // a Run whose fn took a private table, and binds its port again: fn's
 // thread, and the copy of the socket in its table, must be gone by then.
 func TestRunReleases(t *testing.T) {
-	for i := range 200 {
-		s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.Bind(s, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-			unix.Close(s)
-			t.Fatal(err)
-		}
-		sa, err := unix.Getsockname(s)
-		if err != nil {
-			unix.Close(s)
-			t.Fatal(err)
-		}
-		Run(func() { _, _ = Dedicate(-1) })
-		unix.Close(s)
-		s2, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = unix.Bind(s2, sa)
-		unix.Close(s2)
-		if err != nil {
-			t.Fatalf("run %d: port %d still bound after Run returned and the socket was closed: %v", i, sa.(*unix.SockaddrInet4).Port, err)
-		}
-	}
+	threadtest.Releases(t, 200, func() { Run(func() { _, _ = Dedicate(-1) }) })
 }
 
 // TestShared runs fn in Shared from a thread with a private table: fn runs
