@@ -67,16 +67,10 @@ func TestRunNotMain(t *testing.T) {
 	}
 }
 
-// onLocked runs fn on a goroutine locked to a thread that ends with it.
-func onLocked(fn func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread ends here
-		fn()
-	}()
-	<-done
-}
+// onLocked runs fn with Run, on a locked thread that ends with it (which
+// also takes a thread that called Dedicate out of the private set), as
+// Dedicate asks of its callers.
+func onLocked(fn func()) { Run(fn) }
 
 // TestDedicatePrivateTable closes, on a dedicated thread, a descriptor
 // opened before: it is gone from that thread's table and still open in the
