@@ -30,11 +30,7 @@ func pinnedThread(cpu int, private bool, fn func()) <-chan time.Duration {
 	go func() {
 		var cpuTime time.Duration
 		thread.Run(func() { // a thread that ends with fn, never the main one
-			if cpu >= 0 {
-				var set unix.CPUSet
-				set.Set(cpu)
-				_ = unix.SchedSetaffinity(0, &set) // unpinned is still a measurement
-			}
+			_ = thread.Pin(cpu) // unpinned is still a measurement
 			if private {
 				_, _ = thread.Dedicate(-1) // refused, the shared table is still a measurement
 			}

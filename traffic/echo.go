@@ -108,14 +108,13 @@ func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, e
 	if cfg.Budget < 1 || cfg.Duration < 0 || cfg.Interval < 0 {
 		return EchoResult{}, fmt.Errorf("traffic: echo: %w: budget %d, duration %v, interval %v", ErrConfig, cfg.Budget, cfg.Duration, cfg.Interval)
 	}
-	e.cfg = cfg
-	if !cfg.Link {
-		e.ax, _ = dev.(AddrXmitter)
-	}
 	if a := cfg.From.Addr(); a.Is4In6() && cfg.From.Bits() >= 96 {
 		// Sources are matched as IPv4 (AddrXmitter's Src unmaps them).
 		cfg.From = netip.PrefixFrom(a.Unmap(), cfg.From.Bits()-96)
-		e.cfg.From = cfg.From
+	}
+	e.cfg = cfg
+	if !cfg.Link {
+		e.ax, _ = dev.(AddrXmitter)
 	}
 	if cfg.From.IsValid() && e.ax == nil {
 		return EchoResult{}, fmt.Errorf("traffic: echo: %w: From %v needs a device that reports each datagram's source (driver/udp), not a link-layer one", ErrConfig, cfg.From)

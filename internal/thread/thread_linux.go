@@ -25,12 +25,8 @@ import (
 // kernel refused the unshare (EPERM: a seccomp filter, as container
 // runtimes install), and the thread keeps the shared table.
 func Dedicate(cpu int) (private bool, err error) {
-	if cpu >= 0 {
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return false, fmt.Errorf("pin to CPU %d: sched_setaffinity: %w", cpu, err)
-		}
+	if err := Pin(cpu); err != nil {
+		return false, err
 	}
 	startPoller()
 	if unix.Unshare(unix.CLONE_FILES) != nil {
@@ -39,6 +35,22 @@ func Dedicate(cpu int) (private bool, err error) {
 	privates.Store(unix.Gettid(), struct{}{})
 	nprivate.Add(1)
 	return true, nil
+}
+
+// Pin pins the calling thread to cpu (sched_setaffinity(2)); a negative cpu
+// leaves it as it is. The caller holds runtime.LockOSThread, so that the
+// pinning stays with its goroutine. It returns an error wrapping the errno
+// (EINVAL: no such CPU, or not in the process's cpuset).
+func Pin(cpu int) error {
+	if cpu < 0 {
+		return nil
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin to CPU %d: sched_setaffinity: %w", cpu, err)
+	}
+	return nil
 }
 
 // privates holds the IDs of the threads that took a private table with

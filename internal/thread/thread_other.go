@@ -27,3 +27,6 @@ func Private() bool { return false }
 
 // Release runs fn: every thread uses the process's descriptor table here.
 func Release(openedPrivate bool, fn func()) { fn() }
+
+// Pin does nothing on this platform: threads are not pinned.
+func Pin(cpu int) error { return nil }
