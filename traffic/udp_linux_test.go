@@ -228,7 +228,13 @@ func TestUDPEchoFrom(t *testing.T) {
 			done <- r
 		}()
 		cli := openUDP(t, udp.Config{Remote: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), srv.LocalAddr().Port())})
-		r, err := PingPong(context.Background(), cli, PingPongConfig{Iters: 20, Warmup: -1, Timeout: 50 * time.Millisecond})
+		// A reply can take long on a loaded machine under -race; an
+		// unanswered request waits out the short timeout once and ends the run.
+		timeout := 50 * time.Millisecond
+		if tc.answer {
+			timeout = 2 * time.Second
+		}
+		r, err := PingPong(context.Background(), cli, PingPongConfig{Iters: 20, Warmup: -1, Timeout: timeout})
 		cancel()
 		er := <-done
 		if tc.answer {
