@@ -304,8 +304,12 @@ func TestPingPongFrom(t *testing.T) {
 		srv := startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", fmt.Sprintf("0.0.0.0:%d", port),
 			"--from", tc.from, "--idle", "300ms", "-t", "10s"))
 		time.Sleep(200 * time.Millisecond)
+		timeout := "100ms" // an unanswered request ends the run after it
+		if tc.answer {
+			timeout = "2s" // a reply that should come, on a loaded machine
+		}
 		out, errOut, code := skb(t, "pingpong", "--connect", fmt.Sprintf("127.0.0.1:%d", port), "-n", "20", "--warmup", "-1",
-			"--timeout", "100ms", "-t", "5s")
+			"--timeout", timeout, "-t", "5s")
 		sout := srv.wait(t)
 		switch {
 		case tc.answer && (code != 0 || !strings.Contains(out, "20 iters in ") || !strings.Contains(sout, "echoed 20 packets")):
