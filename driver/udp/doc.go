@@ -18,7 +18,7 @@
 // reason; the rest of the batch is still sent. When the socket's send
 // buffer stays full for TxTimeout the unsent rest is dropped (EAGAIN). The
 // call is first made with MSG_DONTWAIT outside the Go scheduler's view
-// (RawSyscall): on loopback the receive path runs inside the sender's
+// (a raw system call): on loopback the receive path runs inside the sender's
 // call, and a send the scheduler watches for tens of microseconds has its P
 // handed away; only a full send buffer makes the driver retry with a call
 // that sleeps.

@@ -192,7 +192,7 @@ func (d *Device) rxError(err error) error {
 
 // recv posts buffers in slots [0, n) and receives into them with one
 // recvmmsg; the messages become pending. A call with MSG_DONTWAIT goes
-// through RawSyscall (it cannot sleep); MSG_WAITFORONE without it sleeps
+// as a raw system call (it cannot sleep); MSG_WAITFORONE without it sleeps
 // until the first datagram and takes what else is queued.
 func (d *Device) recv(n, flags int) (int, error) {
 	r := &d.rx
@@ -223,8 +223,8 @@ func (d *Device) recv(n, flags int) (int, error) {
 }
 
 // recvOne receives one datagram into slot 0, which makes it pending: with
-// recvmsg(2), or without GRO and without sleeping with recvfrom(2) through
-// RawSyscall, the cheapest receive the kernel has (no msghdr to copy in, no
+// recvmsg(2), or without GRO and without sleeping with recvfrom(2) as
+// a raw system call, the cheapest receive the kernel has (no msghdr to copy in, no
 // iovec array), which a busy-polling loop probes with. On a connected
 // socket it asks for no address: the source can only be Remote. It returns
 // whether a datagram came and the call's errno (0 when one came); ok false

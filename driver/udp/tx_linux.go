@@ -682,7 +682,7 @@ func (d *Device) build(pos *txPos) int {
 // took. A round of one plain datagram goes by sendto(2), which costs the
 // kernel less than a sendmmsg of one.
 //
-// The call is made first with MSG_DONTWAIT through RawSyscall: on loopback
+// The call is made first with MSG_DONTWAIT as a raw system call: on loopback
 // the whole receive path runs inside the sender's call, so a batch keeps it
 // in the kernel for tens of microseconds, and a call the Go scheduler knows
 // about would have its P taken away for that (when no other P is idle) and

@@ -3,7 +3,6 @@
 package mmsg
 
 import (
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -11,11 +10,11 @@ import (
 
 // RecvmmsgNow is Recvmmsg for a call that cannot block (flags holding
 // MSG_DONTWAIT, or a non-blocking socket): it enters the kernel without
-// telling the Go scheduler (RawSyscall6), which saves the scheduler's
+// telling the Go scheduler (Raw6), which saves the scheduler's
 // bookkeeping on every call of a busy-polling receive loop. A call that may
 // sleep must use Recvmmsg. The error is a unix.Errno and is not allocated.
 func RecvmmsgNow(fd int, b *Batch, n, flags int) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.Hdrs[0])), uintptr(n), uintptr(flags), 0, 0)
+	r, e := Raw6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.Hdrs[0])), uintptr(n), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -38,13 +37,13 @@ func Recvmsg(fd int, h *unix.Msghdr, flags int) (int, unix.Errno) {
 }
 
 // RecvmsgNow is Recvmsg for a call that cannot block (MSG_DONTWAIT or a
-// non-blocking socket), entering the kernel with RawSyscall as RecvmmsgNow
+// non-blocking socket), entering the kernel with Raw6 as RecvmmsgNow
 // does. recvmsg costs the kernel less than a recvmmsg of one message, and a
 // recvmmsg of several that finds one datagram pays for a second attempt
 // that fails: a busy-polling receive loop probes with RecvmsgNow. It
 // returns the errno, 0 on success.
 func RecvmsgNow(fd int, h *unix.Msghdr, flags int) (int, unix.Errno) {
-	r, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(h)), uintptr(flags))
+	r, e := Raw6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(h)), uintptr(flags), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -60,18 +59,18 @@ func RecvmsgNow(fd int, h *unix.Msghdr, flags int) (int, unix.Errno) {
 // receive the kernel offers (no msghdr, no iovec array, no control
 // messages), for a busy-polling probe.
 //
-// It enters the kernel through the syscall package's RawSyscall6 directly:
-// golang.org/x/sys/unix's RawSyscall6 is an assembly jump to it through an
-// ABI wrapper, one more stack frame. On this kind of machine (AMD, with
-// the kernel's return-stack mitigations) every return taken after a system
-// call mispredicts, so each frame around the call costs about 7-10 ns on
-// the way out, measured on an empty non-blocking recvfrom: 328 ns direct,
-// 338 ns through x/sys, 355 ns with one more function around it. A busy
-// poll pays that on every probe, so callers make this call from the
-// function that polls, with nothing in between, and it is small enough to
-// be inlined there (the flags are fixed for that: one argument fewer).
+// It enters the kernel through Raw6, one assembly function: each stack
+// frame between the caller and the system call costs a mispredicted
+// return on the way out on this kind of machine (see Raw6). Measured on an
+// empty non-blocking recvfrom: 328 ns through the syscall package's
+// RawSyscall6, 338 ns through x/sys's (a jump to it through an ABI
+// wrapper), 355 ns with one more function around it; Raw6 saves another
+// about 15 ns against the syscall package. A busy poll pays that on every
+// probe, so callers make this call from the function that polls, with
+// nothing in between, and it is small enough to be inlined there (the
+// flags are fixed for that: one argument fewer).
 func RecvfromNow(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32) (n int, errno unix.Errno) {
-	r, _, errno := syscall.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd),
+	r, errno := Raw6(unix.SYS_RECVFROM, uintptr(fd),
 		uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT|unix.MSG_TRUNC,
 		uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(namelen)))
 	return int(r), errno

@@ -3,7 +3,6 @@
 package mmsg
 
 import (
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -109,7 +108,7 @@ func sockaddrCall(trap uintptr, fd int, sa []byte) error {
 }
 
 // SendHdrsNow is SendHdrs for a call that cannot sleep (flags holding
-// MSG_DONTWAIT): it enters the kernel with RawSyscall6, without telling the
+// MSG_DONTWAIT): it enters the kernel with Raw6, without telling the
 // Go scheduler, so that a send that runs long in the kernel (on loopback the
 // receive path runs inside the sender's call, tens of microseconds for a
 // batch) does not make the scheduler hand the goroutine's P away. A send
@@ -118,7 +117,7 @@ func SendHdrsNow(fd int, hdrs []unix.Mmsghdr, flags int) (int, error) {
 	if len(hdrs) == 0 {
 		return 0, nil
 	}
-	r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), uintptr(flags), 0, 0)
+	r, e := Raw6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -127,8 +126,7 @@ func SendHdrsNow(fd int, hdrs []unix.Mmsghdr, flags int) (int, error) {
 
 // SendtoNow is Sendto for a call that cannot sleep (flags holding
 // MSG_DONTWAIT), entering the kernel without telling the Go scheduler,
-// through the syscall package's RawSyscall6 directly for the reason
-// RecvfromNow gives. It returns the bytes sent and errno 0, or -1 and the
+// through Raw6 for the reason RecvfromNow gives. It returns the bytes sent and errno 0, or -1 and the
 // errno.
 func SendtoNow(fd int, p []byte, flags int, name []byte) (int, unix.Errno) {
 	var np unsafe.Pointer
@@ -137,6 +135,6 @@ func SendtoNow(fd int, p []byte, flags int, name []byte) (int, unix.Errno) {
 		// length 0 is an invalid address (EINVAL), not "no address".
 		np = unsafe.Pointer(&name[0])
 	}
-	r, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), uintptr(flags), uintptr(np), uintptr(len(name)))
+	r, e := Raw6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), uintptr(flags), uintptr(np), uintptr(len(name)))
 	return int(r), e
 }
