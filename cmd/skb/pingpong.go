@@ -313,6 +313,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		dev, closeDev, cfg.Frame = d, d.Close, frame
+		// The replies reach this host's stack too: hold the source port,
+		// or the kernel answers each with an ICMP port unreachable.
+		defer holdPorts(netip.AddrPortFrom(frame.SourceIP, frame.SourcePort), 1)()
 	}
 	defer closeDev()
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)

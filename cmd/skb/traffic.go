@@ -597,7 +597,8 @@ func linkTarget(flag string, spec devSpec, f *devFlags, dst netip.AddrPort) (*he
 }
 
 // holdPorts binds plain UDP sockets to ports PORT to PORT+n-1 of a, which
-// are never read, for a link-layer sink or server: the frames it takes from
+// are never read, for a link-layer sink or server, or for the source port of
+// a link-layer ping-pong client: the frames it takes from
 // the interface also reach the kernel's stack (AF_PACKET sees copies), which
 // would answer each with an ICMP port unreachable, and a connected sender
 // would then fail with ECONNREFUSED. A bound socket keeps the kernel quiet;

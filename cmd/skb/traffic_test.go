@@ -634,6 +634,20 @@ func TestLinkLayerCLI(t *testing.T) {
 			t.Errorf("pingpong %v", r)
 		}
 	})
+	t.Run("pingpong afpacket to afpacket server", func(t *testing.T) {
+		// Both ends on the link: the client holds its source port, so A's
+		// stack, which sees the answers too, sends no port unreachable
+		// that the server would count as a request it did not answer.
+		srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9100",
+			"-t", "20s", "--count", "55"))
+		time.Sleep(500 * time.Millisecond)
+		_, r := ndjson(t, run(&l.A, "pingpong", "--dev", devA, "--connect", "198.18.0.2:9100", "--src", "198.18.0.1:4322",
+			"-n", "50", "--timeout", "5s", "-t", "20s", "--json"))
+		_, sr := ndjson(t, srv.wait(t))
+		if num(r, "iters") != 50 || num(sr, "other") != 0 {
+			t.Errorf("client %v\nserver %v", r, sr)
+		}
+	})
 	for _, kind := range []string{"afpacket", "afxdp"} {
 		// A UDP client against a link-layer server: the kernel in A checks
 		// each answer's checksums (a veth hands over frames whose UDP
