@@ -164,8 +164,12 @@ func (c *Cache) AllocN(bs []*skb.Buff, size int) (int, error) {
 // Free frees b into this cache (kfree_skb): the header always, the data block
 // when b held its last reference. Free takes ownership of b; b may have been
 // allocated from any Cache of the same pool (buffers of another pool go back
-// to that pool). It panics on a double free.
+// to that pool). A nil b is nothing to free, as for kfree_skb(NULL). It
+// panics on a double free.
 func (c *Cache) Free(b *skb.Buff) {
+	if b == nil {
+		return
+	}
 	// The common case: a never-cloned linear buffer of this pool. Its header
 	// goes back with the block it holds: the next Alloc of this class gets
 	// both with one pop.
@@ -209,8 +213,8 @@ func (c *Cache) Free(b *skb.Buff) {
 	cc.st.frees.inc()
 }
 
-// FreeN frees every buffer in bs as Free does and clears bs. FreeN takes
-// ownership of the buffers.
+// FreeN frees every buffer in bs as Free does (nil entries are skipped) and
+// clears bs. FreeN takes ownership of the buffers.
 func (c *Cache) FreeN(bs []*skb.Buff) {
 	for i, b := range bs {
 		c.Free(b)
@@ -372,11 +376,16 @@ func (c *Cache) drain(i int) {
 // fragment (page_frag_alloc), taking a new page when the current one is full;
 // offsets are aligned to 64 bytes. It returns the page and the offset of the
 // fragment in it; the caller owns one reference on the page and passes it to
-// skb's AddRxFrag or drops it with Put. It returns ErrTooBig when size exceeds
-// the page size and ErrExhausted when pages are bounded and none is free. It
-// panics on a closed cache, as Alloc does.
+// skb's AddRxFrag or drops it with Put. A size of 0 gives an empty fragment.
+// It returns ErrTooBig when size exceeds the page size and ErrExhausted when
+// pages are bounded and none is free. It panics on a negative size and on a
+// closed cache, as Alloc does.
 func (c *Cache) AllocFrag(size int) (*skb.Page, int, error) {
-	if size <= 0 || size > c.p.cfg.PageSize {
+	if size < 0 {
+		c.checkOpen()
+		panic(fmt.Sprintf("pool: alloc frag of %d bytes", size))
+	}
+	if size > c.p.cfg.PageSize {
 		c.checkOpen()
 		return nil, 0, ErrTooBig
 	}

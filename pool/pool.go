@@ -61,6 +61,11 @@ const DefaultPageSize = 32 << 10
 // class before it drains half of them to the depot.
 const DefaultCacheSize = 256
 
+// MaxCacheSize is the largest Config.CacheSize: a Cache allocates room for
+// that many buffer pointers per class when it is made (8 bytes each), 512
+// KiB per class at this bound.
+const MaxCacheSize = 1 << 16
+
 // Config configures a Pool. The zero Config is usable: default classes,
 // 128 bytes of headroom, no debug mode.
 type Config struct {
@@ -74,8 +79,8 @@ type Config struct {
 	// class Size may be. MaxPages bounds their number (0: unbounded).
 	PageSize int
 	MaxPages int
-	// CacheSize is the per-class capacity of each Cache, at least 2; 0 means
-	// DefaultCacheSize. Bulk moves to and from the depot are half of it.
+	// CacheSize is the per-class capacity of each Cache, 2 to MaxCacheSize; 0
+	// means DefaultCacheSize. Bulk moves to and from the depot are half of it.
 	CacheSize int
 	// Populate pre-faults arena memory at mapping time (MAP_POPULATE).
 	Populate bool
@@ -155,8 +160,8 @@ func New(cfg Config) (*Pool, error) {
 		return nil, configErr("page size %d: want at least %d bytes (0 for the default, %d)", cfg.PageSize, pageSize, DefaultPageSize)
 	case p.cfg.PageSize > maxBlockSize:
 		return nil, configErr("page size %d: want at most %d bytes", cfg.PageSize, maxBlockSize)
-	case p.cfg.CacheSize < 2:
-		return nil, configErr("cache size %d: want at least 2 (0 for the default, %d)", cfg.CacheSize, DefaultCacheSize)
+	case p.cfg.CacheSize < 2 || p.cfg.CacheSize > MaxCacheSize:
+		return nil, configErr("cache size %d: want 2 to %d (0 for the default, %d)", cfg.CacheSize, MaxCacheSize, DefaultCacheSize)
 	case p.cfg.MaxPages < 0:
 		return nil, configErr("max pages %d: want 0 (unbounded) or more", cfg.MaxPages)
 	}
@@ -266,8 +271,12 @@ func (p *Pool) MaxAlloc() int { return p.classes[len(p.classes)-1].cfg.Size - p.
 
 // Arena returns the first arena of size class i (in Classes order), which is
 // its only one when the class is Contiguous: the region to register as an
-// AF_XDP UMEM. It returns nil when the class has no arena yet.
+// AF_XDP UMEM. It returns nil when the class has no arena yet, and panics
+// when i is not a class index (0 to len(Classes())-1).
 func (p *Pool) Arena(i int) *Arena {
+	if i < 0 || i >= len(p.classes) {
+		panic(fmt.Sprintf("pool: arena of class %d: the pool has classes 0 to %d", i, len(p.classes)-1))
+	}
 	c := p.classes[i]
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -568,5 +577,5 @@ func (p *Pool) unmapAll() error {
 // Owns reports whether b's data block lies in one of p's arenas, so that its
 // HeadAddr is an address in p's memory (an AF_XDP driver transmits such a
 // buffer without copying it). Owns does not take ownership of b and does not
-// keep it after returning.
-func (p *Pool) Owns(b *skb.Buff) bool { return b.DataHome() == skb.Recycler(p) }
+// keep it after returning. A nil b is not p's.
+func (p *Pool) Owns(b *skb.Buff) bool { return b != nil && b.DataHome() == skb.Recycler(p) }

@@ -56,7 +56,9 @@ func TestConfigErrors(t *testing.T) {
 		{"small page", pool.Config{PageSize: 100}, "pool: new: page size 100: want at least 4096 bytes"},
 		{"negative page", pool.Config{PageSize: -1}, "pool: new: page size -1: want at least 4096 bytes"},
 		{"huge page size", pool.Config{PageSize: math.MaxInt}, fmt.Sprintf("pool: new: page size %d: want at most", math.MaxInt)},
-		{"small cache", pool.Config{CacheSize: 1}, "pool: new: cache size 1: want at least 2"},
+		{"small cache", pool.Config{CacheSize: 1}, "pool: new: cache size 1: want 2 to 65536"},
+		{"huge cache", pool.Config{CacheSize: math.MaxInt}, fmt.Sprintf("pool: new: cache size %d: want 2 to 65536", math.MaxInt)},
+		{"large cache", pool.Config{CacheSize: pool.MaxCacheSize + 1}, "pool: new: cache size 65537: want 2 to 65536"},
 		{"negative max pages", pool.Config{MaxPages: -1}, "pool: new: max pages -1: want 0 (unbounded) or more"},
 	}
 	for _, tt := range tests {
@@ -278,6 +280,21 @@ func TestFrags(t *testing.T) {
 	if _, _, err := c.AllocFrag(5000); !errors.Is(err, pool.ErrTooBig) {
 		t.Fatal(err)
 	}
+	// An empty fragment is one, as the kernel's page_frag_alloc gives; a
+	// negative size is the caller's bug.
+	pg, off, err := c.AllocFrag(0)
+	if err != nil || off > pg.Len() {
+		t.Fatalf("AllocFrag(0): %v at %d", err, off)
+	}
+	pg.Put()
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "alloc frag of -1 bytes") {
+				t.Errorf("AllocFrag(-1) recovered %v", r)
+			}
+		}()
+		c.AllocFrag(-1)
+	}()
 	for range 4 {
 		if _, _, err := c.AllocFrag(4096); err != nil {
 			// two pages in all: the cache holds one, the buffer the other
@@ -678,4 +695,34 @@ func TestStatsExhausted(t *testing.T) {
 		t.Errorf("allocs %d, misses %d, hits %d, exhausted %d; want 16, 8, 8, 100", st.Allocs, st.CacheMisses, st.CacheHits, st.Exhausted)
 	}
 	c.FreeN(bs)
+}
+
+// TestNilAndBadIndex checks the edges of the API: freeing nil does
+// nothing, as kfree_skb(NULL) does; a nil buffer is no pool's; an arena
+// index outside the classes is the caller's bug and panics naming it.
+func TestNilAndBadIndex(t *testing.T) {
+	p := newPool(t, pool.Config{Debug: true})
+	c := p.NewCache()
+	c.Free(nil)
+	c.FreeN([]*skb.Buff{nil, nil})
+	var nb *skb.Buff
+	nb.Free()
+	if p.Owns(nil) {
+		t.Error("Owns(nil)")
+	}
+	for _, i := range []int{-1, len(p.Classes())} {
+		func() {
+			defer func() {
+				want := fmt.Sprintf("pool: arena of class %d: the pool has classes 0 to %d", i, len(p.Classes())-1)
+				if r := recover(); fmt.Sprint(r) != want {
+					t.Errorf("Arena(%d) recovered %v, want %q", i, r, want)
+				}
+			}()
+			p.Arena(i)
+		}()
+	}
+	c.Close()
+	if st := p.Stats(); st.InFlight() != 0 {
+		t.Errorf("in flight: %v", st)
+	}
 }

@@ -34,14 +34,18 @@ func (b *Buff) IsLive() bool { return b.state != stateFree }
 // of b; b must not be used afterwards: its header and block go to the next
 // allocation, so a stale pointer would alias another packet (the pool's debug
 // mode delays reuse and poisons freed data, and the skbdebug build tag makes
-// every operation on a freed buffer panic). It panics on a double free. Hot
-// paths free into their per-worker cache instead (pool.Cache.Free), which is
-// faster.
+// every operation on a freed buffer panic). A nil b is nothing to free, as
+// for kfree_skb(NULL). It panics on a double free. Hot paths free into their
+// per-worker cache instead (pool.Cache.Free), which is faster.
 func (b *Buff) Free() { b.FreeTo(nil) }
 
 // FreeTo is Free with r receiving the header, the data block and the frag list
-// members (their own allocators when r is nil). FreeTo takes ownership of b.
+// members (their own allocators when r is nil). FreeTo takes ownership of b;
+// a nil b is nothing to free.
 func (b *Buff) FreeTo(r Recycler) {
+	if b == nil {
+		return
+	}
 	s := b.Release(r)
 	if r == nil {
 		if s != nil {
