@@ -2,6 +2,7 @@ package udp
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/skbdev/skb/netdev"
 )
@@ -18,7 +19,7 @@ var (
 	// ErrNoDestination is returned by Xmit on an unconnected device (Remote
 	// unset) when no destination was set with SetDst, and by XmitTo and
 	// SetDst for an address the socket cannot send to (an IPv6 address on an
-	// IPv4 socket, or the zero AddrPort). Xmit and XmitTo dropped the packet
+	// IPv4 socket, port 0, or the zero AddrPort). Xmit and XmitTo dropped the packet
 	// and counted it in tx_dropped_error.
 	ErrNoDestination = errors.New("udp: no destination for the datagram")
 
@@ -34,3 +35,10 @@ type configError struct{}
 func (configError) Error() string { return "udp: invalid config" }
 
 func (configError) Is(target error) bool { return target == netdev.ErrConfig }
+
+// configErrorf is an error of Open for a bad Config: "invalid config: " and
+// the text, matching ErrConfig and netdev.ErrConfig, with no "udp: " of its
+// own (Open's prefix says it).
+func configErrorf(format string, a ...any) error {
+	return netdev.ConfigError(ErrConfig, fmt.Errorf("invalid config: "+format, a...))
+}

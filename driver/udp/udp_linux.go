@@ -98,15 +98,27 @@ func open(cfg Config) (*Device, error) {
 	if err := cfg.Config.Validate(); err != nil {
 		return nil, netdev.ConfigError(ErrConfig, err)
 	}
-	if cfg.SndBuf < 0 || cfg.RcvBuf < 0 || cfg.RecvSize < 0 || cfg.BusyPoll < 0 {
-		return nil, fmt.Errorf("%w: negative size", ErrConfig)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"SndBuf", cfg.SndBuf}, {"RcvBuf", cfg.RcvBuf}, {"RecvSize", cfg.RecvSize}} {
+		if f.v < 0 {
+			return nil, configErrorf("%s %d bytes: want 0 (the default) or more", f.name, f.v)
+		}
+	}
+	if cfg.BusyPoll < 0 {
+		return nil, configErrorf("BusyPoll %v: want 0 (Wait sleeps) or more", cfg.BusyPoll)
+	}
+	if r := cfg.Remote; r.IsValid() && (r.Port() == 0 || r.Addr().IsUnspecified()) {
+		// connect(2) takes both, the unspecified address as this host.
+		return nil, configErrorf("Remote %v: want an address and a port to send to", r)
 	}
 	for _, b := range []struct {
 		name string
 		v    int
 	}{{"SndBuf", cfg.SndBuf}, {"RcvBuf", cfg.RcvBuf}} {
 		if b.v > MaxSockBuf {
-			return nil, fmt.Errorf("%w: %s %d bytes, over %d (MaxSockBuf)", ErrConfig, b.name, b.v, MaxSockBuf)
+			return nil, configErrorf("%s %d bytes, over %d (MaxSockBuf)", b.name, b.v, MaxSockBuf)
 		}
 	}
 	d := &Device{
@@ -138,7 +150,7 @@ func open(cfg Config) (*Device, error) {
 		d.dualStack = true
 	}
 	if d.connected && cfg.Local.IsValid() && !la.IsUnspecified() && la.Unmap().Is4() != ra.Unmap().Is4() {
-		return nil, fmt.Errorf("%w: local %v and remote %v are of different families", ErrConfig, cfg.Local, cfg.Remote)
+		return nil, configErrorf("local %v and remote %v are of different families", cfg.Local, cfg.Remote)
 	}
 	d.remoteSrc = netip.AddrPortFrom(cfg.Remote.Addr().Unmap().WithZone(""), cfg.Remote.Port())
 	// The largest datagram: by the socket's family, and on a dual-stack
@@ -227,7 +239,7 @@ func (d *Device) setup(cfg Config) error {
 		var sa [mmsg.SockaddrMax]byte
 		n := mmsg.PutSockaddr(sa[:], d.family, cfg.Remote)
 		if n == 0 {
-			return fmt.Errorf("%w: cannot reach %v from an IPv4 socket", ErrConfig, cfg.Remote)
+			return configErrorf("cannot reach %v from an IPv4 socket", cfg.Remote)
 		}
 		if err := connectRaw(fd, sa[:n]); err != nil {
 			return fmt.Errorf("connect %v: %w", cfg.Remote, err)
@@ -326,7 +338,7 @@ func (d *Device) initBuffers(cfg Config) error {
 			if d.ownPool {
 				p.Close()
 			}
-			return fmt.Errorf("%w: no size class holds %d bytes of headroom and a %d-byte datagram", ErrConfig, d.headroom, cfg.RecvSize)
+			return configErrorf("no size class holds %d bytes of headroom and a %d-byte datagram", d.headroom, cfg.RecvSize)
 		}
 		block = classes[len(classes)-1].Size
 	}
@@ -334,7 +346,7 @@ func (d *Device) initBuffers(cfg Config) error {
 		if d.ownPool {
 			p.Close()
 		}
-		return fmt.Errorf("%w: headroom %d leaves no room in %d-byte buffers", ErrConfig, d.headroom, block)
+		return configErrorf("headroom %d leaves no room in %d-byte buffers", d.headroom, block)
 	}
 	recvSize := block - d.headroom
 	if cfg.RecvSize > 0 {
@@ -542,13 +554,16 @@ func (d *Device) Fd() int { return d.fd }
 // was queued). It is how an unconnected device is given a destination; on a
 // connected one it overrides Remote for those datagrams (the kernel allows
 // sendto on a connected UDP socket). It returns ErrNoDestination for the
-// zero AddrPort or an IPv6 address on an IPv4 socket; the destination is
+// zero AddrPort, port 0 or an IPv6 address on an IPv4 socket; the destination is
 // then unset. After Close it returns ErrClosed. It allocates nothing.
 func (d *Device) SetDst(dst netip.AddrPort) error {
 	if d.closing() {
 		return errSetDstClosed
 	}
-	d.dstLen = mmsg.PutSockaddr(d.dst[:], d.family, dst)
+	d.dstLen = 0
+	if dst.Port() != 0 {
+		d.dstLen = mmsg.PutSockaddr(d.dst[:], d.family, dst)
+	}
 	if d.dstLen == 0 {
 		return fmt.Errorf("udp: set destination %v: %w", dst, ErrNoDestination)
 	}

@@ -564,12 +564,18 @@ func TestUnconnected(t *testing.T) {
 				if err := tx.XmitTo(fill(t, tx, 0, 10), netip.AddrPort{}, false); !errors.Is(err, ErrNoDestination) {
 					t.Errorf("xmit to the zero address: %v", err)
 				}
+				if err := tx.XmitTo(fill(t, tx, 0, 10), netip.AddrPortFrom(fam.addr.Addr(), 0), false); !errors.Is(err, ErrNoDestination) {
+					t.Errorf("xmit to port 0: %v", err)
+				}
+				if err := tx.SetDst(netip.AddrPortFrom(fam.addr.Addr(), 0)); !errors.Is(err, ErrNoDestination) {
+					t.Errorf("destination port 0: %v", err)
+				}
 				if fam.addr.Addr().Is4() {
 					if err := tx.SetDst(lo6); !errors.Is(err, ErrNoDestination) {
 						t.Errorf("IPv6 destination on an IPv4 socket: %v", err)
 					}
 				}
-				if st := tx.Stats(); st.TxDropped[netdev.DropError] < 2 {
+				if st := tx.Stats(); st.TxDropped[netdev.DropError] < 3 {
 					t.Errorf("tx_dropped_error %d", st.TxDropped[netdev.DropError])
 				}
 			})
@@ -893,6 +899,20 @@ func TestErrors(t *testing.T) {
 		t.Errorf("send to a closed port: %v", last)
 	}
 
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Local: lo4, SndBuf: -1}, "udp: open: invalid config: SndBuf -1 bytes: want 0 (the default) or more"},
+		{Config{Local: lo4, RecvSize: -2}, "udp: open: invalid config: RecvSize -2 bytes: want 0 (the default) or more"},
+		{Config{Local: lo4, BusyPoll: -1}, "udp: open: invalid config: BusyPoll -1ns: want 0 (Wait sleeps) or more"},
+		{Config{Remote: netip.MustParseAddrPort("127.0.0.1:0")}, "udp: open: invalid config: Remote 127.0.0.1:0: want an address and a port to send to"},
+		{Config{Remote: netip.MustParseAddrPort("0.0.0.0:9")}, "udp: open: invalid config: Remote 0.0.0.0:9: want an address and a port to send to"},
+	} {
+		if _, err := Open(tc.cfg); !errors.Is(err, ErrConfig) || err.Error() != tc.want {
+			t.Errorf("Open(%+v): %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
 	for _, cfg := range []Config{
 		{Local: lo4, Remote: netip.MustParseAddrPort("[::1]:9")},
 		{Local: lo4, SndBuf: -1},
