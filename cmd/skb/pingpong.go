@@ -86,7 +86,7 @@ came, as the C reference server) and --count.
 	fs.BoolVar(&o.busy, "busy-poll", false, "spin on the device's poll instead of sleeping while waiting")
 	durationVarP(fs, &o.duration, "duration", "t", 0, "stop after this long (default 5s for the client, 10s for the server)")
 	durationVarP(fs, &o.idle, "idle", "", traffic.DefaultEchoIdle, "server: stop after this long without a request, once one came")
-	fs.IntVar(&o.budget, "budget", 0, fmt.Sprintf("packets per poll (default 1 for the client, %d for the server)", traffic.DefaultBudget))
+	fs.IntVar(&o.budget, "budget", 0, fmt.Sprintf("packets per poll; 0: 1 for the client, %d for the server", traffic.DefaultBudget))
 	fs.Uint64Var(&o.count, "count", 0, "server: stop after answering N packets (0: no limit)")
 	fs.StringVar(&o.from, "from", "", "server over udp: answer only sources in this PREFIX (e.g. 127.0.0.0/8, with --listen 0.0.0.0:PORT); others are counted and not answered")
 	durationVarP(fs, &o.timeout, "timeout", "", traffic.DefaultReplyTimeout, "client: how long to wait for each reply")
@@ -164,7 +164,7 @@ func (o *pingpongOpts) check(cmd *cobra.Command) error {
 	case o.idle <= 0:
 		return fmt.Errorf("pingpong: --idle %v: want a positive duration", o.idle)
 	case o.budget < 0 || o.budget > 1<<16:
-		return fmt.Errorf("pingpong: --budget %d: want 1 to 65536", o.budget)
+		return fmt.Errorf("pingpong: --budget %d: want 1 to 65536, or 0 for the default", o.budget)
 	case o.timeout <= 0:
 		return fmt.Errorf("pingpong: --timeout %v: want a positive duration", o.timeout)
 	}

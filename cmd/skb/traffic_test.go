@@ -516,6 +516,8 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "-r", "+Inf"}, "skb: pktgen: --rate +Inf: want 0"},
 		{[]string{"pktgen", "--flows", "65537"}, "--flows 65537: want 1 to 65536"},
 		{[]string{"sink", "--flows", "1025"}, "--flows 1025: want 1 to 1024"},
+		{[]string{"pingpong", "--budget", "-3"}, "skb: pingpong: --budget -3: want 1 to 65536, or 0 for the default\n"},
+		{[]string{"sink", "--budget", "0"}, "skb: sink: --budget 0: want 1 to 65536\n"},
 		{[]string{"pktgen", "--dev", "afpacket"}, "needs an interface"},
 		{[]string{"pktgen", "--dev", "afpacket:nosuchif0", "--dst", "198.18.0.2:9000"}, "no interface \"nosuchif0\""},
 		{[]string{"pktgen", "--dev", "afxdp:lo:x"}, "queue"},
