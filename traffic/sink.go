@@ -137,7 +137,7 @@ type SinkResult struct {
 	Flows      int
 
 	// Other counts frames a link-layer sink did not count: not UDP, not to
-	// its port, or not parsable.
+	// its port, IP fragments, or not parsable.
 	Other uint64
 
 	// KernelDrops is the growth of rx_dropped_kernel: datagrams or frames

@@ -245,12 +245,23 @@ func truncatedNote(n uint64) string {
 // sinkResultLine returns the sink's text result line for r, with trunc
 // packets dropped as longer than the receive buffers: the counts from the
 // stamps (lost, reordered, duplicates), the device's (kernel drops,
-// copybreak), then the notes of unstamped and truncated packets when
-// there were any.
+// copybreak, which counts every frame the device copied, counted or not),
+// then the notes of unstamped packets, of a link-layer sink's other frames
+// and of truncated packets when there were any.
 func sinkResultLine(r traffic.SinkResult, trunc uint64) string {
-	return fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d lost, %d reordered, %d duplicates, %d kernel drops, %d copybreak%s%s",
+	return fmt.Sprintf("received %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d lost, %d reordered, %d duplicates, %d kernel drops, %d copybreak%s%s%s",
 		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Lost, r.Reordered, r.Duplicates,
-		r.KernelDrops, r.Copybreak, unstampedNote(r.Unstamped), truncatedNote(trunc))
+		r.KernelDrops, r.Copybreak, unstampedNote(r.Unstamped), otherNote(r.Other), truncatedNote(trunc))
+}
+
+// otherNote returns the result line's note of n frames a link-layer sink
+// did not count (not UDP to its ports, IP fragments, unparsable), or ""
+// when there were none.
+func otherNote(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d other frames", n)
 }
 
 // unstampedNote returns the result line's note of n packets without a

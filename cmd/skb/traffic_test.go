@@ -229,7 +229,8 @@ func TestSinkTextDuplicates(t *testing.T) {
 }
 
 // TestSinkResultLine checks the text result line: every count, and the
-// notes of unstamped and truncated packets only when there were any.
+// notes of unstamped packets, other frames and truncated packets only when
+// there were any.
 func TestSinkResultLine(t *testing.T) {
 	r := traffic.SinkResult{Packets: 999, Bytes: 63936, Seconds: 0.05, PPS: 19980, Mbps: 10.23,
 		Lost: 1, Reordered: 2, Duplicates: 666, KernelDrops: 3, Copybreak: 999}
@@ -237,9 +238,9 @@ func TestSinkResultLine(t *testing.T) {
 	if got := sinkResultLine(r, 0); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	r.Unstamped = 4
-	if got := sinkResultLine(r, 5); got != want+", 4 unstamped, 5 truncated" {
-		t.Errorf("with unstamped and truncated: %q", got)
+	r.Unstamped, r.Other = 4, 6
+	if got := sinkResultLine(r, 5); got != want+", 4 unstamped, 6 other frames, 5 truncated" {
+		t.Errorf("with unstamped, other frames and truncated: %q", got)
 	}
 }
 
