@@ -35,3 +35,12 @@ type Allocator interface {
 type Segmenter interface {
 	GSO() bool
 }
+
+// GSOFramer is a link-layer device that can hand over GSO super-frames
+// with their GSO fields set, as *afpacket.Device does with
+// Config.VnetHdr; GSOFrames reports whether it does. A link-layer Sink
+// counts such a frame as the packets it holds; on other link-layer
+// devices it does not read a frame's GSO fields (a cache line per frame).
+type GSOFramer interface {
+	GSOFrames() bool
+}

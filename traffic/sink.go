@@ -174,6 +174,7 @@ type Sink struct {
 	every   time.Duration
 	ports   int
 	handler netdev.Handler
+	linkGSO bool // a link-layer device that hands over GSO super-frames (GSOFramer)
 
 	cnt     Counter
 	lat     Histogram
@@ -225,6 +226,9 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 		return nil, fmt.Errorf("traffic: sink: %w: duration %v is negative", ErrConfig, cfg.Duration)
 	case s.every < 0:
 		return nil, fmt.Errorf("traffic: sink: %w: interval %v is negative", ErrConfig, cfg.Interval)
+	}
+	if g, ok := dev.(GSOFramer); ok {
+		s.linkGSO = g.GSOFrames()
 	}
 	s.handler = s.handle
 	s.clk = newClock()
@@ -284,10 +288,11 @@ func (s *Sink) handle(b *skb.Buff) {
 	}
 	s.bytes += uint64(plen)
 	if g := s.gsoSize(b); g > 0 && plen > g {
-		// A GSO buffer from a device that does not segment (memring):
-		// count its datagrams.
+		// A GSO buffer from a device that does not segment (memring), or
+		// a GSO super-frame from a link-layer GSOFramer: count its
+		// datagrams.
 		for o := 0; o < plen; o += g {
-			s.count(b, o, min(g, plen-o), now)
+			s.count(b, off+o, min(g, plen-o), now)
 		}
 	} else {
 		s.count(b, off, plen, now)
@@ -295,12 +300,12 @@ func (s *Sink) handle(b *skb.Buff) {
 	s.cache.Free(b)
 }
 
-// gsoSize returns b's GSO size, or 0 on a link-layer device, which
-// delivers frames as they were on the wire: reading it there would cost a
-// cache line of b's shared info per frame that nothing else on the receive
-// path touches.
+// gsoSize returns b's GSO size, or 0 on a link-layer device that delivers
+// frames as they were on the wire (one that is no GSOFramer, or has that
+// off): reading it there would cost a cache line of b's shared info per
+// frame that nothing else on the receive path touches.
 func (s *Sink) gsoSize(b *skb.Buff) int {
-	if s.cfg.Link {
+	if s.cfg.Link && !s.linkGSO {
 		return 0
 	}
 	return b.GSOSize()

@@ -55,7 +55,9 @@ skb pktgen writes, the kernel's drops, copybreak copies and one-way latency.
 It prints one line per second and a result line; pps and Mbit/s are over the
 time from the first packet to the last. Bytes and Mbit/s count UDP payload on
 every device; a link-layer device also reports the whole frames ("Mbit/sec of
-frames"; frame_bytes and frame_mbps in JSON).
+frames"; frame_bytes and frame_mbps in JSON). On afpacket a GSO super-frame (a
+veth hands those over whole from a sender with GSO) counts as the datagrams
+it holds, from the kernel's virtio header.
 
 While traffic flows it sleeps --sleep (50us) whenever it has drained the
 queue, rather than asking the kernel to wake it: the sender then does no

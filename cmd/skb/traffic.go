@@ -471,7 +471,10 @@ func linkDev(spec devSpec, cfg netdev.Config, txOnly, spin bool) (netdev.Device,
 		return nil, err
 	}
 	if spec.kind == devAFPacket {
-		return afpacket.Open(afpacket.Config{Config: cfg, Ifname: spec.ifname, TxOnly: txOnly})
+		// A receiver reads the kernel's virtio header, so that a GSO
+		// super-frame (a veth hands those over whole from a sender with
+		// GSO) counts as the datagrams it holds.
+		return afpacket.Open(afpacket.Config{Config: cfg, Ifname: spec.ifname, TxOnly: txOnly, VnetHdr: !txOnly})
 	}
 	if err := checkQueue(spec, l, txOnly); err != nil {
 		return nil, err

@@ -626,6 +626,16 @@ func TestLinkLayerCLI(t *testing.T) {
 		if num(sr, "packets") != 1000 || num(sr, "lost") != 0 || num(sr, "bytes") != 64000 || num(sr, "frame_bytes") != 106000 {
 			t.Errorf("sink %v", sr)
 		}
+		// From a sender with GSO the veth hands over super-frames of 64
+		// datagrams: each counts as the datagrams it holds.
+		sink = startBg(t, l.B.Cmd(bin, "sink", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9000",
+			"-n", "640", "-t", "10s"))
+		time.Sleep(300 * time.Millisecond)
+		run(&l.A, "pktgen", "--dst", "198.18.0.2:9000", "-n", "640", "--gso", "-r", "20000", "--json")
+		_, sr = ndjson(t, sink.wait(t))
+		if num(sr, "packets") != 640 || num(sr, "lost") != 0 || num(sr, "bytes") != 40960 {
+			t.Errorf("GSO super-frames: sink %v", sr)
+		}
 	})
 	t.Run("pingpong afpacket to udp", func(t *testing.T) {
 		srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--listen", "0.0.0.0:9100", "-t", "20s", "--count", "330"))

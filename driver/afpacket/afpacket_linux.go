@@ -51,6 +51,18 @@ const (
 	// the sockaddr_ll (tpacket_parse_header without PACKET_TX_HAS_OFF).
 	txData = hSize
 
+	// vnetHdrLen is the length of struct virtio_net_hdr, which PACKET_VNET_HDR
+	// puts before every frame (Config.VnetHdr). Its fields, in the host's
+	// byte order (virtio_legacy_is_little_endian): flags, gso_type (u8 each),
+	// hdr_len, gso_size, csum_start, csum_offset (u16 each).
+	vnetHdrLen   = 10
+	vnetGSOType  = 1
+	vnetGSOSize  = 4
+	vnetGSOTCPv4 = 1    // VIRTIO_NET_HDR_GSO_TCPV4
+	vnetGSOTCPv6 = 4    // VIRTIO_NET_HDR_GSO_TCPV6
+	vnetGSOUDPL4 = 5    // VIRTIO_NET_HDR_GSO_UDP_L4
+	vnetGSOECN   = 0x80 // VIRTIO_NET_HDR_GSO_ECN
+
 	// tx status bits meaning the kernel still owns a slot.
 	txBusy = unix.TP_STATUS_SEND_REQUEST | unix.TP_STATUS_SENDING | unix.TP_STATUS_WRONG_FORMAT
 )
@@ -200,6 +212,12 @@ func (d *Device) open(prog []bpf.RawInstruction) error {
 			return fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
 		}
 	}
+	if cfg.VnetHdr {
+		// Before the rings: the kernel refuses it on a socket with one.
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+			return fmt.Errorf("PACKET_VNET_HDR: %w", err)
+		}
+	}
 	if !cfg.Outgoing && !cfg.TxOnly {
 		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
 			return fmt.Errorf("PACKET_IGNORE_OUTGOING: %w", err)
@@ -228,7 +246,7 @@ func (d *Device) open(prog []bpf.RawInstruction) error {
 	}
 	if g.mode == TxRing {
 		// Slots hold the largest frame the interface sends.
-		if need := (d.mtu + header.EthernetHeaderLen + header.VLANTagLen + txData + 15) &^ 15; need > g.txFrameSize {
+		if need := (d.mtu + header.EthernetHeaderLen + header.VLANTagLen + txData + d.vnetLen() + 15) &^ 15; need > g.txFrameSize {
 			g.txFrameSize = need
 			g.txBlockSize = txBlock(need, os.Getpagesize())
 		}
@@ -679,4 +697,17 @@ func OpenFanout(cfg Config, n int) ([]*Device, error) {
 		devs = append(devs, d)
 	}
 	return devs, nil
+}
+
+// GSOFrames reports whether Poll hands over GSO super-frames with their
+// GSO fields set (Config.VnetHdr).
+func (d *Device) GSOFrames() bool { return d.cfg.VnetHdr }
+
+// vnetLen is the length of the header PACKET_VNET_HDR puts before each frame
+// on this socket: vnetHdrLen with Config.VnetHdr, else 0.
+func (d *Device) vnetLen() int {
+	if d.cfg.VnetHdr {
+		return vnetHdrLen
+	}
+	return 0
 }

@@ -89,3 +89,6 @@ func (d *Device) TxMode() TxMode { return TxDefault }
 
 // FanoutGroup returns 0.
 func (d *Device) FanoutGroup() uint16 { return 0 }
+
+// GSOFrames returns false.
+func (d *Device) GSOFrames() bool { return false }

@@ -9,28 +9,35 @@ import (
 	"github.com/skbdev/skb/skb"
 )
 
-// TestZeroAllocs: in steady state, sending a batch (both modes) and
-// receiving it allocates nothing on the Go heap.
+// TestZeroAllocs: in steady state, sending a batch (both modes, and with
+// the virtio header) and receiving it allocates nothing on the Go heap.
 func TestZeroAllocs(t *testing.T) {
-	for _, mode := range []TxMode{TxMmsg, TxRing} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		mode TxMode
+		vnet bool
+	}{{TxMmsg, false}, {TxRing, false}, {TxMmsg, true}} {
+		name := tc.mode.String()
+		if tc.vnet {
+			name += "+vnet"
+		}
+		t.Run(name, func(t *testing.T) {
 			l := newLab(t)
 			fr := newFramer(l)
-			rx := openIn(t, &l.B, Config{})
-			tx := openIn(t, &l.A, Config{TxMode: mode})
+			rx := openIn(t, &l.B, Config{VnetHdr: tc.vnet})
+			tx := openIn(t, &l.A, Config{TxMode: tc.mode, VnetHdr: tc.vnet})
 			const burst = 64
-			tc, rc := tx.Cache(), rx.Cache()
+			txc, rc := tx.Cache(), rx.Cache()
 			hl := fr.uf.HeaderLen()
 			tmpl := make([]byte, hl+64)
-			b, _ := tc.Alloc(len(tmpl))
+			b, _ := txc.Alloc(len(tmpl))
 			fr.fill(b, 0, 64)
 			copy(tmpl, b.Data())
-			tc.Free(b)
+			txc.Free(b)
 			got := 0
 			h := func(b *skb.Buff) { got++; rc.Free(b) }
 			round := func() {
 				for i := range burst {
-					b, err := tc.Alloc(len(tmpl))
+					b, err := txc.Alloc(len(tmpl))
 					if err != nil {
 						panic(err)
 					}
@@ -51,7 +58,7 @@ func TestZeroAllocs(t *testing.T) {
 			sent := 0
 			xmitOnly := testing.AllocsPerRun(50, func() {
 				for i := range burst {
-					b, _ := tc.Alloc(len(tmpl))
+					b, _ := txc.Alloc(len(tmpl))
 					copy(b.Put(len(tmpl)), tmpl)
 					tx.Xmit(b, i != burst-1)
 				}

@@ -157,6 +157,21 @@ type Config struct {
 	// name) and any that still arrive are skipped and counted.
 	Outgoing bool
 
+	// VnetHdr sets PACKET_VNET_HDR: the kernel puts a struct virtio_net_hdr
+	// (10 bytes, include/uapi/linux/virtio_net.h) in front of every frame it
+	// hands over and expects one in front of every frame sent. Poll reads
+	// it: a GSO super-frame, which a veth hands over whole from a sender
+	// with GSO or TSO on its other end (and a device with GRO from its
+	// coalescing), gets GSOSize, GSOSegs and GSOType (skb.GSOUDPL4,
+	// GSOTCPv4 or GSOTCPv6, with GSOTCPECN) from it, so that its packets
+	// can be counted or segmented; without it such a frame looks like one
+	// packet longer than the MTU. A UDP GSO frame needs Linux 6.2
+	// (VIRTIO_NET_HDR_GSO_UDP_L4): an older kernel drops it, counted in
+	// rx_dropped_kernel. Xmit writes a header that asks for nothing (no
+	// GSO, the checksum complete), in the buffer's headroom, which it
+	// unshares first when the buffer is a clone (skb_cow_head).
+	VnetHdr bool
+
 	// Promisc puts the interface in promiscuous mode while the device is
 	// open (PACKET_MR_PROMISC membership, dropped by the kernel at close).
 	Promisc bool

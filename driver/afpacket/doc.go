@@ -24,7 +24,10 @@
 // because the ring was full are counted from PACKET_STATISTICS
 // (rx_dropped_kernel). Frames whose headers do not parse are delivered (a
 // link carries whatever it carries) and counted (RingStats.RxUnparsed), or
-// dropped with Config.DropMalformed.
+// dropped with Config.DropMalformed. A veth hands over whole the GSO
+// packets of a sender with GSO or TSO on its other end, frames longer than
+// the MTU: with Config.VnetHdr the kernel describes each in a virtio_net_hdr
+// and Poll sets the buffer's GSO size, segment count and type from it.
 //
 // # Transmit
 //
@@ -84,8 +87,10 @@
 //
 // It is not a capture library: it has no pcap files, no filter compiler
 // (Config.Filter takes a compiled classic BPF program) and no timestamps
-// beyond the kernel's software one. It offers no offloads: frames are sent
-// as they are (a CHECKSUM_PARTIAL checksum is completed in software) and
-// received as the kernel has them (with GRO on, a frame may exceed the MTU).
+// beyond the kernel's software one. It offers no transmit offloads: frames
+// are sent as they are (a CHECKSUM_PARTIAL checksum is completed in
+// software), and received as the kernel has them (with GRO on, or from a
+// GSO sender on a veth, a frame may exceed the MTU; Config.VnetHdr says
+// how it is made of packets).
 // Linux only: elsewhere Open returns an error wrapping errors.ErrUnsupported.
 package afpacket

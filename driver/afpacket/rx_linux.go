@@ -31,7 +31,8 @@ var ne = binary.NativeEndian
 // kernel's; a frame whose checksum the kernel verified is
 // CHECKSUM_UNNECESSARY, and one sent from this host with its checksum still
 // to be computed (TP_STATUS_CSUMNOTREADY) is CHECKSUM_PARTIAL over its UDP
-// or TCP header.
+// or TCP header. With Config.VnetHdr a GSO super-frame has its GSO size,
+// segment count and type set from the kernel's virtio_net_hdr.
 //
 // A frame cut short by SnapLen or the block size is dropped (rx_truncated),
 // a frame for which no buffer is left is dropped (rx_dropped_nobuf), and
@@ -192,6 +193,9 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 	if f.TransportOffset != 0 {
 		b.SetTransportHeader(f.TransportOffset)
 	}
+	if d.cfg.VnetHdr && start-vnetHdrLen >= off+hSize {
+		d.vnetGSO(b, blk[start-vnetHdrLen:start], f)
+	}
 	switch {
 	case status&unix.TP_STATUS_CSUMNOTREADY != 0 && f.PayloadOffset != 0 && !f.Fragment:
 		switch f.Protocol {
@@ -216,4 +220,36 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 		return deliveredUnparsed
 	}
 	return delivered
+}
+
+// vnetGSO sets b's GSO fields from the virtio_net_hdr v that the kernel put
+// before its frame (Config.VnetHdr), when it describes a GSO super-frame
+// whose payload f found: gso_size, the segments the payload makes, and the
+// type. A header of another GSO type (UFO, which no current kernel makes) or
+// with gso_size 0 leaves b a plain frame.
+func (d *Device) vnetGSO(b *skb.Buff, v []byte, f *header.Frame) {
+	t := v[vnetGSOType]
+	if t == 0 || f.PayloadOffset == 0 {
+		return
+	}
+	size := int(ne.Uint16(v[vnetGSOSize:]))
+	var typ skb.GSOType
+	switch t &^ vnetGSOECN {
+	case vnetGSOUDPL4:
+		typ = skb.GSOUDPL4
+	case vnetGSOTCPv4:
+		typ = skb.GSOTCPv4
+	case vnetGSOTCPv6:
+		typ = skb.GSOTCPv6
+	default:
+		return
+	}
+	if t&vnetGSOECN != 0 {
+		typ |= skb.GSOTCPECN
+	}
+	payload := b.Len() - f.PayloadOffset
+	if size == 0 || payload <= 0 {
+		return
+	}
+	b.SetGSO(size, min((payload+size-1)/size, 0xffff), typ)
 }

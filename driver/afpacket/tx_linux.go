@@ -60,7 +60,18 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 			return err
 		}
 	}
-	d.batch.Set(d.txn, b.Data())
+	data := b.Data()
+	if d.cfg.VnetHdr {
+		if err := b.CowHead(d.cache, vnetHdrLen); err != nil {
+			d.cache.Free(b)
+			d.ctr.TxDrop(netdev.DropNoBuffer, 1)
+			d.kick()
+			return err
+		}
+		clear(b.Push(vnetHdrLen))
+		data = b.Data()
+	}
+	d.batch.Set(d.txn, data)
 	d.txq[d.txn] = b
 	d.txn++
 	if more && d.txn < len(d.txq) {
@@ -78,7 +89,7 @@ func (d *Device) checkLen(b *skb.Buff, l int) error {
 	}
 	if l > d.mtu+header.EthernetHeaderLen &&
 		(l > d.mtu+header.EthernetHeaderLen+header.VLANTagLen || !d.vlanTagged(b)) ||
-		d.g.mode == TxRing && l > d.g.txFrameSize-txData {
+		d.g.mode == TxRing && l > d.g.txFrameSize-txData-d.vnetLen() {
 		d.ctr.TxDrop(netdev.DropTooBig, 1)
 		return d.errs.tooBig
 	}
@@ -198,7 +209,7 @@ func (d *Device) sendBatch() error {
 			sent += drop
 			continue
 		}
-		bytes := 0
+		bytes := -k * d.vnetLen() // the frames' bytes, without the virtio headers
 		for i := sent; i < sent+k; i++ {
 			bytes += int(d.batch.Iov[i].Len)
 		}
@@ -246,7 +257,11 @@ func (d *Device) xmitRing(b *skb.Buff, l int, more bool) error {
 			return err
 		}
 	}
-	data := d.tx[slot+txData : slot+txData+l : slot+txData+l]
+	v := d.vnetLen()
+	if v != 0 {
+		clear(d.tx[slot+txData : slot+txData+v])
+	}
+	data := d.tx[slot+txData+v : slot+txData+v+l : slot+txData+v+l]
 	if err := b.CopyBits(0, data); err != nil {
 		// Cannot happen for l = b.Len(); keep the slot free.
 		d.cache.Free(b)
@@ -258,8 +273,8 @@ func (d *Device) xmitRing(b *skb.Buff, l int, more bool) error {
 		_ = header.FinishChecksum(data, b.CsumStart(), b.CsumOffset())
 	}
 	d.cache.Free(b)
-	ne.PutUint32(d.tx[slot+hLen:], uint32(l))
-	ne.PutUint32(d.tx[slot+hSnaplen:], uint32(l))
+	ne.PutUint32(d.tx[slot+hLen:], uint32(v+l))
+	ne.PutUint32(d.tx[slot+hSnaplen:], uint32(v+l))
 	ring.Store32(d.tx, slot+hStatus, unix.TP_STATUS_SEND_REQUEST)
 	if d.txPend == 0 {
 		d.txFirst = d.txHead
@@ -323,7 +338,7 @@ func (d *Device) reap() (sent, bytes int) {
 			break
 		}
 		sent++
-		bytes += int(ne.Uint32(d.tx[slot+hLen:]))
+		bytes += int(ne.Uint32(d.tx[slot+hLen:])) - d.vnetLen()
 		d.txPend--
 		if d.txFirst++; d.txFirst == d.g.txFrames {
 			d.txFirst = 0
