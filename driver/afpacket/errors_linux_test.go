@@ -189,14 +189,7 @@ func TestOutgoing(t *testing.T) {
 	l := newLab(t)
 	def := openIn(t, &l.B, Config{})
 	out := openIn(t, &l.B, Config{Outgoing: true})
-	var conn *net.UDPConn
-	if err := l.B.Do(func() (err error) {
-		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: l.B.Addr.AsSlice()})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := listenIn(t, &l.B, 0)
 	dst := &net.UDPAddr{IP: l.A.Addr.AsSlice(), Port: testPort}
 	for range 5 {
 		if _, err := conn.WriteToUDP(make([]byte, 8), dst); err != nil {

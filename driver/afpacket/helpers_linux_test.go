@@ -5,6 +5,7 @@ package afpacket
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -115,6 +116,21 @@ func openIn(t testing.TB, h *lab.Host, cfg Config) *Device {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// listenIn binds a plain UDP socket to port (0: any) of h's address,
+// inside h's namespace, and closes it when t ends.
+func listenIn(t testing.TB, h *lab.Host, port int) *net.UDPConn {
+	t.Helper()
+	var conn *net.UDPConn
+	if err := h.Do(func() (err error) {
+		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: h.Addr.AsSlice(), Port: port})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // framer builds test frames from host A to host B.

@@ -4,7 +4,6 @@ package afpacket
 
 import (
 	"encoding/binary"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -20,14 +19,7 @@ func TestKernelReceives(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			l := newLab(t)
 			fr := newFramer(l)
-			var conn *net.UDPConn
-			if err := l.B.Do(func() (err error) {
-				conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: l.B.Addr.AsSlice(), Port: testPort})
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := listenIn(t, &l.B, testPort)
 			tx := openIn(t, &l.A, Config{TxMode: mode})
 			const n = 40
 			sendN(t, tx, fr, 0, n, 100, 8)
@@ -55,16 +47,9 @@ func TestKernelReceives(t *testing.T) {
 func TestCaptureKernel(t *testing.T) {
 	l := newLab(t)
 	rx := openIn(t, &l.B, Config{})
-	var conn *net.UDPConn
-	if err := l.A.Do(func() (err error) {
-		// Unconnected: B answers with port unreachable, which would fail
-		// the next write of a connected socket.
-		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: l.A.Addr.AsSlice()})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	// Unconnected: B answers with port unreachable, which would fail the
+	// next write of a connected socket.
+	conn := listenIn(t, &l.A, 0)
 	const n = 20
 	msg := make([]byte, 300)
 	for i := range n {

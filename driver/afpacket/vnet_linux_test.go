@@ -4,7 +4,6 @@ package afpacket
 
 import (
 	"encoding/binary"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -28,14 +27,7 @@ func TestVnetHdrGSO(t *testing.T) {
 			if rx.GSOFrames() != vnet {
 				t.Fatalf("GSOFrames %v with VnetHdr %v", rx.GSOFrames(), vnet)
 			}
-			var conn *net.UDPConn
-			if err := l.A.Do(func() (err error) {
-				conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: l.A.Addr.AsSlice()})
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := listenIn(t, &l.A, 0)
 			const seg, segs = 100, 10
 			msg := make([]byte, seg*segs-30) // the last segment is 70 bytes
 			dst := netip.AddrPortFrom(l.B.Addr, testPort)
@@ -88,14 +80,7 @@ func TestVnetHdrXmit(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			l := newLab(t)
 			fr := newFramer(l)
-			var conn *net.UDPConn
-			if err := l.B.Do(func() (err error) {
-				conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: l.B.Addr.AsSlice(), Port: testPort})
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := listenIn(t, &l.B, testPort)
 			tx := openIn(t, &l.A, Config{TxMode: mode, VnetHdr: true})
 			const n = 30
 			sendN(t, tx, fr, 0, n, 100, 8)

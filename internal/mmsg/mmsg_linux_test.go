@@ -9,7 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func udpSocket(t *testing.T) (int, *unix.SockaddrInet4) {
+// udpSocket returns a UDP socket bound to a loopback port, and its
+// address; it is closed when t ends.
+func udpSocket(t testing.TB) (int, *unix.SockaddrInet4) {
 	t.Helper()
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
