@@ -235,7 +235,7 @@ func catalog() []Experiment {
 		{
 			Name: "c-pingpong", Ref: true,
 			Title:   "skb beside the C reference ping-pong on UDP loopback, 64 B",
-			Shows:   "one request in flight; blocking receive on both sides, then busy-polling on both sides (-y). The ratio is skb over C: lower is better. The Go raw variant makes C's busy-poll system calls from Go without skb (x/sys/unix, RawSyscall6): the floor a Go program starts from.",
+			Shows:   "one request in flight; blocking receive on both sides, then busy-polling on both sides (-y). The ratio is skb over C: lower is better. The Go raw variant makes C's busy-poll system calls from Go without skb (x/sys/unix, RawSyscall6): the floor a Go program starts from. skb's ends run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pingpong --server and skb pingpong processes, each pinned to its CPU in a session of its own, as the C programs run.",
 			Metrics: []Metric{mP50, mP99, mMean},
 			variants: func(e *env) []variant {
 				p50 := map[string]Target{mP50.Name: {Max: 1.05}}
@@ -247,7 +247,7 @@ func catalog() []Experiment {
 				s := func(iters int, busy bool) func(context.Context, *env) (sample, error) {
 					return func(ctx context.Context, e *env) (sample, error) { return pingUDP(ctx, e, 64, iters, busy, false) }
 				}
-				return []variant{
+				v := []variant{
 					{name: "C blocking", run: c(blockIters, false)},
 					{name: "skb blocking", ref: "C blocking", run: s(blockIters, false), targets: p50},
 					{name: "C busy-poll", run: c(busyIters, true)},
@@ -256,6 +256,10 @@ func catalog() []Experiment {
 						return rawPingRun(ctx, e, busyIters)
 					}},
 				}
+				if e.opts.Tool != "" {
+					v = append(v, variant{name: "skb processes busy-poll", ref: "C busy-poll", run: pingProcRun(busyIters, true)})
+				}
+				return v
 			},
 		},
 		{

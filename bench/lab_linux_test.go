@@ -60,11 +60,7 @@ func TestRunLabCancelled(t *testing.T) {
 func TestProcRun(t *testing.T) {
 	labtest.RequireRoot(t)
 	labtest.RequireTool(t, "ip", "iproute2")
-	tool := filepath.Join(t.TempDir(), "skb")
-	build := exec.Command("go", "build", "-o", tool, "github.com/skbdev/skb/cmd/skb")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the tool: %v\n%s", err, out)
-	}
+	tool := buildTool(t)
 	le, err := newLabEnv()
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +87,39 @@ func TestProcRun(t *testing.T) {
 	// the sink's program).
 	if on, err := le.l.B.Threaded(); err != nil || on {
 		t.Errorf("threaded NAPI after the run: %v, %v; want off", on, err)
+	}
+}
+
+// buildTool builds the skb tool into t's temporary directory with the go
+// command and returns its path.
+func buildTool(t *testing.T) string {
+	t.Helper()
+	tool := filepath.Join(t.TempDir(), "skb")
+	build := exec.Command("go", "build", "-o", tool, "github.com/skbdev/skb/cmd/skb")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the tool: %v\n%s", err, out)
+	}
+	return tool
+}
+
+// TestPingProcRun runs the ping-pong variant that runs `skb pingpong
+// --server` and `skb pingpong` as processes of their own, briefly, blocking
+// and busy-polling: every figure comes back, the tail no shorter than the
+// median.
+func TestPingProcRun(t *testing.T) {
+	tool := buildTool(t)
+	e := &env{opts: Options{Tool: tool}, dur: 200 * time.Millisecond, sender: 0, receiver: 1}
+	if runtime.NumCPU() < 2 {
+		e.sender, e.receiver = NoPin, NoPin
+	}
+	for _, busy := range []bool{false, true} {
+		s, err := pingProcRun(300, busy)(context.Background(), e)
+		if err != nil {
+			t.Fatalf("busy %v: %v", busy, err)
+		}
+		if s["p50"] <= 0 || s["p99"] < s["p50"] || s["mean"] <= 0 {
+			t.Errorf("busy %v: sample %v", busy, s)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -184,6 +185,26 @@ func (p *cProc) waitStderr(s string, timeout time.Duration) bool {
 	return false
 }
 
+// waitBound waits until the process p has bound UDP port on the wildcard
+// address (binding it here fails), or returns an error with p's output
+// when p exits first or timeout passes. A client started before its
+// server binds would get a port unreachable for its first request.
+func waitBound(p *cProc, port string, timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		c, err := net.ListenPacket("udp4", "0.0.0.0:"+port)
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before it bound port %s: %s", p.name, port, oneLine(strings.TrimSpace(p.err.String())))
+		default:
+		}
+	}
+	return fmt.Errorf("%s did not bind port %s within %v", p.name, port, timeout)
+}
+
 // freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
 func freeUDPPort() (string, error) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -269,6 +290,55 @@ func cFigures(sendOut, recvOut string) (sample, error) {
 func cpuPer(s sample, metric string, f map[string]float64, count string) {
 	if n := f[count]; n > 0 {
 		s[metric] = (f["cpu_user"] + f["cpu_sys"]) * 1e9 / n
+	}
+}
+
+// pingProcRun runs the skb tool's ping-pong as C's runs: `skb pingpong
+// --server` and `skb pingpong --connect` as processes of their own, each
+// pinned to its CPU in a session of its own, busy-polling when busy. The
+// server binds the wildcard address and answers loopback only (--from).
+func pingProcRun(iters int, busy bool) func(context.Context, *env) (sample, error) {
+	return func(ctx context.Context, e *env) (sample, error) {
+		port, err := freeUDPPort()
+		if err != nil {
+			return nil, err
+		}
+		sargs := []string{"pingpong", "--server", "--listen", "0.0.0.0:" + port, "--from", "127.0.0.0/8",
+			"--duration", secsArg(4*e.dur + 10*time.Second)}
+		cargs := []string{"pingpong", "--connect", "127.0.0.1:" + port, "-n", strconv.Itoa(iters), "-s", "64",
+			"--duration", secsArg(4*e.dur + 5*time.Second), "--json"}
+		if busy {
+			sargs = append(sargs, "--busy-poll")
+			cargs = append(cargs, "--busy-poll")
+		}
+		srv, err := e.startProc(ctx, e.receiver, nil, "skb pingpong --server", e.opts.Tool, sargs...)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.stop()
+		if err := waitBound(srv, port, 5*time.Second); err != nil {
+			return nil, err
+		}
+		cli, err := e.startProc(ctx, e.sender, nil, "skb pingpong", e.opts.Tool, cargs...)
+		if err != nil {
+			return nil, err
+		}
+		out, err := cli.wait(4*e.dur + 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(out, "\n") {
+			var r struct {
+				Type string  `json:"type"`
+				P50  float64 `json:"p50_us"`
+				P99  float64 `json:"p99_us"`
+				Mean float64 `json:"mean_us"`
+			}
+			if json.Unmarshal([]byte(line), &r) == nil && r.Type == "result" && r.P50 > 0 {
+				return sample{"p50": r.P50, "p99": r.P99, "mean": r.Mean}, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: no result object in skb pingpong's output %q", ErrNoResult, oneLine(strings.TrimSpace(out)))
 	}
 }
 
