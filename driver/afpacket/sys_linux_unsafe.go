@@ -23,7 +23,7 @@ import (
 
 // sendmmsgRaw sends messages [from, from+n) of b on fd (sendmmsg(2)).
 func sendmmsgRaw(fd int, b *mmsg.Batch, from, n int) (int, unix.Errno) {
-	r, e := mmsg.Raw6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.Hdrs[from])), uintptr(n), 0, 0, 0)
+	r, _, e := mmsg.Raw6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.Hdrs[from])), uintptr(n), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -32,6 +32,6 @@ func sendmmsgRaw(fd int, b *mmsg.Batch, from, n int) (int, unix.Errno) {
 
 // kickRaw is the transmit ring's doorbell, a send(2) of no data.
 func kickRaw(fd int) unix.Errno {
-	_, e := mmsg.Raw6(unix.SYS_SENDTO, uintptr(fd), 0, 0, 0, 0, 0)
+	_, _, e := mmsg.Raw6(unix.SYS_SENDTO, uintptr(fd), 0, 0, 0, 0, 0)
 	return e
 }

@@ -81,7 +81,7 @@ func attachXDP(ifindex, queue, sockFD int, mode AttachMode) (*xdpProgram, error)
 	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
 		return nil, fmt.Errorf("network namespace: %w", err)
 	}
-	key := xdpKey{nsDev: st.Dev, nsIno: st.Ino, ifindex: ifindex}
+	key := xdpKey{nsDev: uint64(st.Dev), nsIno: uint64(st.Ino), ifindex: ifindex}
 	xdpShared.mu.Lock()
 	defer xdpShared.mu.Unlock()
 	x := xdpShared.m[key]

@@ -913,6 +913,10 @@ func TestErrors(t *testing.T) {
 			t.Errorf("Open(%+v): %v, want %q", tc.cfg, err, tc.want)
 		}
 	}
+	// Past MaxSockBuf where an int holds it (a 32-bit int wraps to a
+	// negative size, refused too).
+	over := MaxSockBuf
+	over++
 	for _, cfg := range []Config{
 		{Local: lo4, Remote: netip.MustParseAddrPort("[::1]:9")},
 		{Local: lo4, SndBuf: -1},
@@ -920,8 +924,8 @@ func TestErrors(t *testing.T) {
 		{Config: netdev.Config{Batch: 1 << 30}, Local: lo4},
 		{Config: netdev.Config{Headroom: -5}, Local: lo4},
 		{Config: netdev.Config{Copybreak: -2}, Local: lo4},
-		{Local: lo4, RcvBuf: 1 << 31},
-		{Local: lo4, SndBuf: 1<<32 + 1},
+		{Local: lo4, RcvBuf: over},
+		{Local: lo4, SndBuf: over + 1},
 	} {
 		_, err := Open(cfg)
 		if !errors.Is(err, ErrConfig) || !errors.Is(err, netdev.ErrConfig) || !strings.HasPrefix(err.Error(), "udp: open: ") {

@@ -17,16 +17,16 @@ func TestRaw6(t *testing.T) {
 	fd, sa := udpSocket(t)
 	var buf [64]byte
 	p := uintptr(unsafe.Pointer(&buf[0]))
-	if r, e := Raw6(unix.SYS_RECVFROM, uintptr(fd), p, uintptr(len(buf)), unix.MSG_DONTWAIT, 0, 0); e != unix.EAGAIN || r != ^uintptr(0) {
+	if r, _, e := Raw6(unix.SYS_RECVFROM, uintptr(fd), p, uintptr(len(buf)), unix.MSG_DONTWAIT, 0, 0); e != unix.EAGAIN || r != ^uintptr(0) {
 		t.Fatalf("recvfrom of an empty socket: %d, %v; want -1, EAGAIN", int(r), e)
 	}
-	if r, e := Raw6(unix.SYS_RECVFROM, ^uintptr(0), p, uintptr(len(buf)), unix.MSG_DONTWAIT, 0, 0); e != unix.EBADF || r != ^uintptr(0) {
+	if r, _, e := Raw6(unix.SYS_RECVFROM, ^uintptr(0), p, uintptr(len(buf)), unix.MSG_DONTWAIT, 0, 0); e != unix.EBADF || r != ^uintptr(0) {
 		t.Fatalf("recvfrom of fd -1: %d, %v; want -1, EBADF", int(r), e)
 	}
 	if err := unix.Sendto(fd, []byte("hello, Raw6"), 0, sa); err != nil {
 		t.Fatal(err)
 	}
-	r, e := Raw6(unix.SYS_RECVFROM, uintptr(fd), p, uintptr(len(buf)), unix.MSG_DONTWAIT, 0, 0)
+	r, _, e := Raw6(unix.SYS_RECVFROM, uintptr(fd), p, uintptr(len(buf)), unix.MSG_DONTWAIT, 0, 0)
 	if e != 0 || int(r) != len("hello, Raw6") || string(buf[:r]) != "hello, Raw6" {
 		t.Fatalf("recvfrom: %d, %v, %q", int(r), e, buf[:max(0, int(r))])
 	}
@@ -53,7 +53,7 @@ func BenchmarkRawRecvfromEmpty(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		for range b.N {
-			if _, e := Raw6(unix.SYS_RECVFROM, uintptr(fd), p, uintptr(len(buf)), unix.MSG_DONTWAIT, 0, 0); e != unix.EAGAIN {
+			if _, _, e := Raw6(unix.SYS_RECVFROM, uintptr(fd), p, uintptr(len(buf)), unix.MSG_DONTWAIT, 0, 0); e != unix.EAGAIN {
 				b.Fatal(e)
 			}
 		}

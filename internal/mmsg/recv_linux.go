@@ -14,7 +14,7 @@ import (
 // bookkeeping on every call of a busy-polling receive loop. A call that may
 // sleep must use Recvmmsg. The error is a unix.Errno and is not allocated.
 func RecvmmsgNow(fd int, b *Batch, n, flags int) (int, error) {
-	r, e := Raw6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.Hdrs[0])), uintptr(n), uintptr(flags), 0, 0)
+	r, _, e := Raw6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.Hdrs[0])), uintptr(n), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -43,7 +43,7 @@ func Recvmsg(fd int, h *unix.Msghdr, flags int) (int, unix.Errno) {
 // that fails: a busy-polling receive loop probes with RecvmsgNow. It
 // returns the errno, 0 on success.
 func RecvmsgNow(fd int, h *unix.Msghdr, flags int) (int, unix.Errno) {
-	r, e := Raw6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(h)), uintptr(flags), 0, 0, 0)
+	r, _, e := Raw6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(h)), uintptr(flags), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -70,7 +70,7 @@ func RecvmsgNow(fd int, h *unix.Msghdr, flags int) (int, unix.Errno) {
 // nothing in between, and it is small enough to be inlined there (the
 // flags are fixed for that: one argument fewer).
 func RecvfromNow(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32) (n int, errno unix.Errno) {
-	r, errno := Raw6(unix.SYS_RECVFROM, uintptr(fd),
+	r, _, errno := Raw6(unix.SYS_RECVFROM, uintptr(fd),
 		uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT|unix.MSG_TRUNC,
 		uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(namelen)))
 	return int(r), errno

@@ -117,7 +117,7 @@ func SendHdrsNow(fd int, hdrs []unix.Mmsghdr, flags int) (int, error) {
 	if len(hdrs) == 0 {
 		return 0, nil
 	}
-	r, e := Raw6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), uintptr(flags), 0, 0)
+	r, _, e := Raw6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -135,6 +135,6 @@ func SendtoNow(fd int, p []byte, flags int, name []byte) (int, unix.Errno) {
 		// length 0 is an invalid address (EINVAL), not "no address".
 		np = unsafe.Pointer(&name[0])
 	}
-	r, e := Raw6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), uintptr(flags), uintptr(np), uintptr(len(name)))
+	r, _, e := Raw6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), uintptr(flags), uintptr(np), uintptr(len(name)))
 	return int(r), e
 }
