@@ -114,7 +114,8 @@ type SinkInterval struct {
 // of a GRO train or GSO buffer, as the device hands them over) or, on a
 // link-layer device, UDP frames to the port; Bytes counts their UDP
 // payloads on every device, and FrameBytes, on a link-layer device only,
-// the whole frames.
+// the whole frames as received (a GSO super-frame once, with one set of
+// headers).
 type SinkResult struct {
 	Packets    uint64
 	Bytes      uint64
@@ -288,9 +289,9 @@ func (s *Sink) handle(b *skb.Buff) {
 	}
 	s.bytes += uint64(plen)
 	if g := s.gsoSize(b); g > 0 && plen > g {
-		// A GSO buffer from a device that does not segment (memring), or
-		// a GSO super-frame from a link-layer GSOFramer: count its
-		// datagrams.
+		// A GSO buffer handed over unsegmented (a link-layer GSOFramer's
+		// super-frame, or a datagram device or wrapper that keeps the GSO
+		// fields): count its datagrams.
 		for o := 0; o < plen; o += g {
 			s.count(b, off+o, min(g, plen-o), now)
 		}

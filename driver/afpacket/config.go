@@ -165,11 +165,13 @@ type Config struct {
 	// coalescing), gets GSOSize, GSOSegs and GSOType (skb.GSOUDPL4,
 	// GSOTCPv4 or GSOTCPv6, with GSOTCPECN) from it, so that its packets
 	// can be counted or segmented; without it such a frame looks like one
-	// packet longer than the MTU. A UDP GSO frame needs Linux 6.2
-	// (VIRTIO_NET_HDR_GSO_UDP_L4): an older kernel drops it, counted in
-	// rx_dropped_kernel. Xmit writes a header that asks for nothing (no
-	// GSO, the checksum complete), in the buffer's headroom, which it
-	// unshares first when the buffer is a clone (skb_cow_head).
+	// packet longer than the MTU. With it, the kernel drops (counted in
+	// rx_dropped_kernel) every GSO frame its header cannot describe, which
+	// it delivers without: GSO types other than TCP and UDP (SCTP, ESP,
+	// GRE, tunnels on some kernels), and UDP GSO before Linux 6.2
+	// (VIRTIO_NET_HDR_GSO_UDP_L4). Xmit writes a header that asks for
+	// nothing (no GSO, the checksum complete), in the buffer's headroom,
+	// which it unshares first when the buffer is a clone (skb_cow_head).
 	VnetHdr bool
 
 	// Promisc puts the interface in promiscuous mode while the device is

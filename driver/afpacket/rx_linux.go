@@ -225,8 +225,10 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 // vnetGSO sets b's GSO fields from the virtio_net_hdr v that the kernel put
 // before its frame (Config.VnetHdr), when it describes a GSO super-frame
 // whose payload f found: gso_size, the segments the payload makes, and the
-// type. A header of another GSO type (UFO, which no current kernel makes) or
-// with gso_size 0 leaves b a plain frame.
+// type. A header of another GSO type (UFO, which no current kernel makes),
+// with gso_size 0, or whose type does not match the headers f parsed (a
+// tunnel's inner TCP, which the header names as the outer frame's type),
+// leaves b a plain frame.
 func (d *Device) vnetGSO(b *skb.Buff, v []byte, f *header.Frame) {
 	t := v[vnetGSOType]
 	if t == 0 || f.PayloadOffset == 0 {
@@ -237,10 +239,19 @@ func (d *Device) vnetGSO(b *skb.Buff, v []byte, f *header.Frame) {
 	switch t &^ vnetGSOECN {
 	case vnetGSOUDPL4:
 		typ = skb.GSOUDPL4
+		if f.Protocol != header.IPProtoUDP {
+			return
+		}
 	case vnetGSOTCPv4:
 		typ = skb.GSOTCPv4
+		if f.Protocol != header.IPProtoTCP || f.EtherType != header.EtherTypeIPv4 {
+			return
+		}
 	case vnetGSOTCPv6:
 		typ = skb.GSOTCPv6
+		if f.Protocol != header.IPProtoTCP || f.EtherType != header.EtherTypeIPv6 {
+			return
+		}
 	default:
 		return
 	}

@@ -4,6 +4,7 @@ package afpacket
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 
@@ -54,19 +55,13 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	}
 	if b.IsNonlinear() || b.IPSummed() == skb.ChecksumPartial {
 		if err := d.prepare(b); err != nil {
-			d.cache.Free(b)
-			d.ctr.TxDrop(netdev.DropNoBuffer, 1)
-			d.kick()
-			return err
+			return d.noBuffer(b, err)
 		}
 	}
 	data := b.Data()
 	if d.cfg.VnetHdr {
 		if err := b.CowHead(d.cache, vnetHdrLen); err != nil {
-			d.cache.Free(b)
-			d.ctr.TxDrop(netdev.DropNoBuffer, 1)
-			d.kick()
-			return err
+			return d.noBuffer(b, err)
 		}
 		clear(b.Push(vnetHdrLen))
 		data = b.Data()
@@ -78,6 +73,16 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 		return nil
 	}
 	return d.sendBatch()
+}
+
+// noBuffer drops b, which Xmit could not make ready to send for want of a
+// buffer (err, the pool's), rings the doorbell for what is queued, and
+// returns err with Xmit's prefix.
+func (d *Device) noBuffer(b *skb.Buff, err error) error {
+	d.cache.Free(b)
+	d.ctr.TxDrop(netdev.DropNoBuffer, 1)
+	d.kick()
+	return fmt.Errorf("afpacket: xmit %s: %w", d.cfg.Ifname, err)
 }
 
 // checkLen returns the error for a frame of l bytes the kernel would refuse

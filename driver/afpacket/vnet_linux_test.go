@@ -10,7 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/skbdev/skb/header"
 	"github.com/skbdev/skb/internal/mmsg"
+	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
 
@@ -125,4 +127,50 @@ func TestVnetHdrXmit(t *testing.T) {
 func checkFrame(b *skb.Buff, seq uint32) (uint32, bool) {
 	s, _, ok := seqOf(b)
 	return s, ok && s == seq
+}
+
+// TestVnetGSOTypes checks vnetGSO against frames it parsed: a header's GSO
+// type is taken only when it matches the frame's protocols, as a tunnel's
+// inner TCP, which the kernel names as the outer frame's type, would not.
+func TestVnetGSOTypes(t *testing.T) {
+	p, err := pool.New(pool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := p.NewCache()
+	defer c.Close()
+	uf := header.UDPFrame{SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
+		SourcePort: 1, DestinationPort: 2}
+	for _, tc := range []struct {
+		gsoType  byte
+		size     int
+		wantSize int
+		wantSegs int
+		wantType skb.GSOType
+	}{
+		{vnetGSOUDPL4, 100, 100, 4, skb.GSOUDPL4},
+		{vnetGSOUDPL4, 0, 0, 0, 0},
+		{vnetGSOTCPv4, 100, 0, 0, 0}, // TCP over a UDP frame: a tunnel
+		{vnetGSOTCPv6, 100, 0, 0, 0},
+		{3, 100, 0, 0, 0}, // UFO
+		{0, 100, 0, 0, 0},
+	} {
+		b, err := c.Alloc(uf.HeaderLen() + 350)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := header.BuildUDP(b.Put(uf.HeaderLen()+350), &uf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := make([]byte, vnetHdrLen)
+		v[vnetGSOType] = tc.gsoType
+		ne.PutUint16(v[vnetGSOSize:], uint16(tc.size))
+		(&Device{}).vnetGSO(b, v, &f)
+		if b.GSOSize() != tc.wantSize || b.GSOSegs() != tc.wantSegs || b.GSOType() != tc.wantType {
+			t.Errorf("gso_type %d size %d: got size %d segs %d type %v", tc.gsoType, tc.size, b.GSOSize(), b.GSOSegs(), b.GSOType())
+		}
+		c.Free(b)
+	}
 }

@@ -167,7 +167,8 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 
 // XmitTo is Xmit to the destination dst, for an unconnected device sending
 // to many peers or ports (the flows of a packet generator): dst applies to b
-// alone. It returns ErrNoDestination, dropping b, for the zero AddrPort, port 0 or
+// alone. It returns ErrNoDestination, dropping b, for the zero AddrPort,
+// port 0, the unspecified address (which the kernel takes as this host) or
 // an IPv6 address on an IPv4 socket. XmitTo takes ownership of b, also when
 // it returns an error. It allocates nothing.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
@@ -181,7 +182,7 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 	defer d.exit()
 	var name [mmsg.SockaddrMax]byte
 	n := mmsg.PutSockaddr(name[:], d.family, dst)
-	if n == 0 || dst.Port() == 0 {
+	if n == 0 || dst.Port() == 0 || dst.Addr().Unmap().IsUnspecified() {
 		return d.dropOne(b, netdev.DropError, errXmitNoDst)
 	}
 	if !more && d.sendsAlone(b, name[:n]) {

@@ -109,7 +109,7 @@ func open(cfg Config) (*Device, error) {
 	if cfg.BusyPoll < 0 {
 		return nil, configErrorf("BusyPoll %v: want 0 (Wait sleeps) or more", cfg.BusyPoll)
 	}
-	if r := cfg.Remote; r.IsValid() && (r.Port() == 0 || r.Addr().IsUnspecified()) {
+	if r := cfg.Remote; r.IsValid() && (r.Port() == 0 || r.Addr().Unmap().IsUnspecified()) {
 		// connect(2) takes both, the unspecified address as this host.
 		return nil, configErrorf("Remote %v: want an address and a port to send to", r)
 	}
@@ -554,14 +554,15 @@ func (d *Device) Fd() int { return d.fd }
 // was queued). It is how an unconnected device is given a destination; on a
 // connected one it overrides Remote for those datagrams (the kernel allows
 // sendto on a connected UDP socket). It returns ErrNoDestination for the
-// zero AddrPort, port 0 or an IPv6 address on an IPv4 socket; the destination is
+// zero AddrPort, port 0, the unspecified address (which the kernel takes
+// as this host) or an IPv6 address on an IPv4 socket; the destination is
 // then unset. After Close it returns ErrClosed. It allocates nothing.
 func (d *Device) SetDst(dst netip.AddrPort) error {
 	if d.closing() {
 		return errSetDstClosed
 	}
 	d.dstLen = 0
-	if dst.Port() != 0 {
+	if dst.Port() != 0 && !dst.Addr().Unmap().IsUnspecified() {
 		d.dstLen = mmsg.PutSockaddr(d.dst[:], d.family, dst)
 	}
 	if d.dstLen == 0 {

@@ -570,12 +570,22 @@ func TestUnconnected(t *testing.T) {
 				if err := tx.SetDst(netip.AddrPortFrom(fam.addr.Addr(), 0)); !errors.Is(err, ErrNoDestination) {
 					t.Errorf("destination port 0: %v", err)
 				}
+				unspec := netip.IPv4Unspecified()
+				if fam.addr.Addr().Is6() {
+					unspec = netip.IPv6Unspecified()
+				}
+				if err := tx.SetDst(netip.AddrPortFrom(unspec, 9)); !errors.Is(err, ErrNoDestination) {
+					t.Errorf("destination %v: %v", unspec, err)
+				}
+				if err := tx.XmitTo(fill(t, tx, 0, 10), netip.AddrPortFrom(unspec, 9), false); !errors.Is(err, ErrNoDestination) {
+					t.Errorf("xmit to %v: %v", unspec, err)
+				}
 				if fam.addr.Addr().Is4() {
 					if err := tx.SetDst(lo6); !errors.Is(err, ErrNoDestination) {
 						t.Errorf("IPv6 destination on an IPv4 socket: %v", err)
 					}
 				}
-				if st := tx.Stats(); st.TxDropped[netdev.DropError] < 3 {
+				if st := tx.Stats(); st.TxDropped[netdev.DropError] < 4 {
 					t.Errorf("tx_dropped_error %d", st.TxDropped[netdev.DropError])
 				}
 			})
@@ -908,6 +918,8 @@ func TestErrors(t *testing.T) {
 		{Config{Local: lo4, BusyPoll: -1}, "udp: open: invalid config: BusyPoll -1ns: want 0 (Wait sleeps) or more"},
 		{Config{Remote: netip.MustParseAddrPort("127.0.0.1:0")}, "udp: open: invalid config: Remote 127.0.0.1:0: want an address and a port to send to"},
 		{Config{Remote: netip.MustParseAddrPort("0.0.0.0:9")}, "udp: open: invalid config: Remote 0.0.0.0:9: want an address and a port to send to"},
+		{Config{Remote: netip.MustParseAddrPort("[::ffff:0.0.0.0]:9")}, "udp: open: invalid config: Remote [::ffff:0.0.0.0]:9: want an address and a port to send to"},
+		{Config{Remote: netip.MustParseAddrPort("[::]:9")}, "udp: open: invalid config: Remote [::]:9: want an address and a port to send to"},
 	} {
 		if _, err := Open(tc.cfg); !errors.Is(err, ErrConfig) || err.Error() != tc.want {
 			t.Errorf("Open(%+v): %v, want %q", tc.cfg, err, tc.want)
