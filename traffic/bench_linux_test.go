@@ -13,7 +13,9 @@ import (
 func BenchmarkBuild(b *testing.B) {
 	for _, segs := range []int{1, 64} {
 		b.Run(fmt.Sprintf("size=64/segs=%d", segs), func(b *testing.B) {
-			d := openUDP(b, udp.Config{Local: lo4, Remote: lo4, GSO: segs > 1})
+			// A peer to connect to; nothing is sent.
+			peer := openUDP(b, udp.Config{Local: lo4})
+			d := openUDP(b, udp.Config{Local: lo4, Remote: peer.LocalAddr(), GSO: segs > 1})
 			g, err := NewPktgen(d, PktgenConfig{Size: 64, Burst: segs, GSO: segs > 1})
 			if err != nil {
 				b.Fatal(err)
