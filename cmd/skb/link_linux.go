@@ -134,3 +134,27 @@ func (l *linkInfo) neighbour(dst netip.Addr) (header.MAC, error) {
 	}
 	return header.MAC{}, fmt.Errorf("no neighbour entry for %v on %s: ping it once, or give --dst-mac (ip neigh show dev %s)", hop, l.name, l.name)
 }
+
+// pathMTU returns the MTU of the route to dst, in bytes: what a UDP socket
+// connected to dst reads with IP_MTU (IPV6_MTU for IPv6; ip(7), ipv6(7)).
+// Connecting a UDP socket sends nothing.
+func pathMTU(dst netip.AddrPort) (int, error) {
+	a := dst.Addr().Unmap()
+	fam, level, opt := unix.AF_INET6, unix.IPPROTO_IPV6, unix.IPV6_MTU
+	var sa unix.Sockaddr
+	if a.Is4() {
+		fam, level, opt = unix.AF_INET, unix.IPPROTO_IP, unix.IP_MTU
+		sa = &unix.SockaddrInet4{Port: int(dst.Port()), Addr: a.As4()}
+	} else {
+		sa = &unix.SockaddrInet6{Port: int(dst.Port()), Addr: a.As16()}
+	}
+	fd, err := unix.Socket(fam, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, sa); err != nil {
+		return 0, err
+	}
+	return unix.GetsockoptInt(fd, level, opt)
+}

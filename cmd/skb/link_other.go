@@ -27,3 +27,8 @@ func (l *linkInfo) source(dst netip.Addr) (netip.Addr, error) {
 func (l *linkInfo) neighbour(dst netip.Addr) (header.MAC, error) {
 	return header.MAC{}, fmt.Errorf("link-layer devices need Linux")
 }
+
+// pathMTU is not known off Linux.
+func pathMTU(dst netip.AddrPort) (int, error) {
+	return 0, fmt.Errorf("path MTU: needs Linux")
+}

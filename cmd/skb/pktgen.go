@@ -240,6 +240,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			d.Close()
 			return errors.New("pktgen: --gso: the kernel refused UDP_SEGMENT on this socket")
 		}
+		if w := fragmentWarning(o.size, cfg.IMIX, dst); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), w)
+		}
 		dev, closeDev, cfg.Dst = d, d.Close, dst
 	case spec.kind == devMemring:
 		dev, closeDev, err = memringPeer(drain)
@@ -327,4 +330,29 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: no packet sent: %w", r.FirstErr)
 	}
 	return sc.interrupted("pktgen")
+}
+
+// fragmentWarning returns the warning for a UDP pktgen whose largest
+// datagram (size, or the largest of mix) does not fit the MTU of the route
+// to dst with its IP and UDP headers, or "". The kernel sends such a
+// datagram as IP fragments: a UDP receiver reassembles them, but a
+// link-layer sink sees fragments, which it does not count, and reports
+// their datagrams lost.
+func fragmentWarning(size int, mix []traffic.IMIXEntry, dst netip.AddrPort) string {
+	for _, e := range mix {
+		size = max(size, e.Size)
+	}
+	mtu, err := pathMTU(dst)
+	if err != nil || mtu <= 0 {
+		return ""
+	}
+	hdr, fam := 20+8, "IPv4"
+	if dst.Addr().Is6() && !dst.Addr().Is4In6() {
+		hdr, fam = 40+8, "IPv6"
+	}
+	if size+hdr <= mtu {
+		return ""
+	}
+	return fmt.Sprintf("skb: pktgen: warning: %d-byte datagrams take %d bytes over %s, more than the MTU of %d bytes on the route to %v: the kernel sends each as IP fragments, which a link-layer sink does not count (datagrams of up to %d bytes fit)",
+		size, size+hdr, fam, mtu, dst.Addr(), mtu-hdr)
 }

@@ -647,6 +647,25 @@ func TestLinkLayerCLI(t *testing.T) {
 			t.Errorf("pingpong %v", r)
 		}
 	})
+	t.Run("udp pktgen past the MTU", func(t *testing.T) {
+		// 1473 bytes of payload make a 1501-byte IPv4 packet on a
+		// 1500-byte link: the warning says so; 1472 bytes fit.
+		for _, tc := range []struct {
+			size string
+			warn bool
+		}{{"1473", true}, {"1472", false}} {
+			c := l.A.Cmd(bin, "pktgen", "--dst", "198.18.0.2:9000", "-s", tc.size, "-n", "1")
+			var o, e bytes.Buffer
+			c.Stdout, c.Stderr = &o, &e
+			if err := c.Run(); err != nil {
+				t.Fatalf("-s %s: %v\n%s", tc.size, err, e.String())
+			}
+			want := "skb: pktgen: warning: 1473-byte datagrams take 1501 bytes over IPv4, more than the MTU of 1500 bytes on the route to 198.18.0.2: the kernel sends each as IP fragments"
+			if got := strings.Contains(e.String(), "more than the MTU"); got != tc.warn || tc.warn && !strings.Contains(e.String(), want) {
+				t.Errorf("-s %s: stderr %q", tc.size, e.String())
+			}
+		}
+	})
 	t.Run("pingpong afpacket to afpacket server", func(t *testing.T) {
 		// Both ends on the link: the client holds its source port, so A's
 		// stack, which sees the answers too, sends no port unreachable
