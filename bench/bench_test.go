@@ -272,6 +272,22 @@ func TestWriteTable(t *testing.T) {
 	if strings.Contains(out, "second line") {
 		t.Errorf("an error's second line was printed:\n%s", out)
 	}
+	// The first line says how many runs each median is of; one run has
+	// no median.
+	for _, tc := range []struct {
+		runs int
+		want string
+	}{{3, "skb bench: medians of 3 runs of "}, {1, "skb bench: one run of "}} {
+		rep := fakeReport()
+		rep.Runs = tc.runs
+		buf.Reset()
+		if err := WriteTable(&buf, rep); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(buf.String(), tc.want) {
+			t.Errorf("%d runs: first line %q", tc.runs, strings.SplitN(buf.String(), "\n", 2)[0])
+		}
+	}
 }
 
 func TestWriteJSON(t *testing.T) {

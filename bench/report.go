@@ -79,8 +79,11 @@ func RatioString(r Row) string {
 // ratio marked "~" lies within the spread of the runs.
 func WriteTable(w io.Writer, rep *Report) error {
 	m := rep.Machine
-	fmt.Fprintf(w, "skb bench: medians of %d runs of %v each, variants interleaved; ratio = median / median of the reference (vs)\n",
-		rep.Runs, rep.Duration)
+	runs := fmt.Sprintf("medians of %d runs of %v each, variants interleaved", rep.Runs, rep.Duration)
+	if rep.Runs == 1 {
+		runs = fmt.Sprintf("one run of %v each", rep.Duration)
+	}
+	fmt.Fprintf(w, "skb bench: %s; ratio = median / median of the reference (vs)\n", runs)
 	busy := "unknown"
 	if m.Busy >= 0 {
 		busy = fmt.Sprintf("%d%%", m.Busy)

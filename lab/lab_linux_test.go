@@ -520,10 +520,10 @@ func TestBadOptions(t *testing.T) {
 		{"negative mtu", lab.Options{MTU: -5}, lab.ErrInvalid},
 		{"ipv6 mtu below 1280", lab.Options{IPv6: true, MTU: 1279}, lab.ErrInvalid},
 		{"threaded without gro", lab.Options{Threaded: true, GRO: lab.Off}, lab.ErrInvalid},
-		// These pass New's checks and fail in the kernel after the namespaces
-		// and (for the MTU) the veth exist: New must remove them.
-		{"mtu too big", lab.Options{MTU: 70000}, syscall.EINVAL},
-		{"mtu too small", lab.Options{Name: "skbtestmtu", MTU: 20}, syscall.EINVAL},
+		{"mtu too big", lab.Options{MTU: 70000}, lab.ErrInvalid},
+		{"mtu too small", lab.Options{Name: "skbtestmtu", MTU: 20}, lab.ErrInvalid},
+		// This passes New's checks and fails in the kernel after the
+		// namespaces exist: New must remove them.
 		{"too many queues", lab.Options{Queues: 100000}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,7 +89,8 @@ type Options struct {
 	Name string `json:"name,omitempty"`
 
 	// MTU is the MTU of both veth ends in bytes; 0 keeps the kernel default
-	// (1500). veth accepts 68 to 65535; the kernel rejects anything else.
+	// (1500). veth accepts 68 to 65535; New refuses anything else with
+	// ErrInvalid.
 	MTU int `json:"mtu,omitempty"`
 
 	// GRO, TSO and TxChecksum set generic receive offload, TCP segmentation
@@ -166,10 +167,17 @@ func validName(s string) bool {
 	return true
 }
 
-// check returns an error wrapping ErrInvalid for options no lab can have.
-// It leaves range checks the kernel makes (MTU, queue counts) to the kernel,
-// except IPv6's minimum MTU, which the kernel reports only when the
-// addresses are added, as a bare EINVAL.
+// veth's MTU range (ETH_MIN_MTU; ETH_MAX_MTU, veth's max_mtu).
+const (
+	vethMinMTU = 68
+	vethMaxMTU = 65535
+)
+
+// check returns an error wrapping ErrInvalid for options no lab can have,
+// among them an MTU outside veth's range, which the kernel would refuse
+// only once the namespaces and the veth pair exist, and IPv6's minimum MTU,
+// which it reports only when the addresses are added, as a bare EINVAL. It
+// leaves the queue counts to the kernel.
 func (o *Options) check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("lab: new: %w: %s", ErrInvalid, fmt.Sprintf(format, args...))
@@ -179,6 +187,8 @@ func (o *Options) check() error {
 		return bad("name %q: want 1 to %d characters from [A-Za-z0-9_-], not starting with '-'", o.Name, MaxNameLen)
 	case o.MTU < 0:
 		return bad("mtu %d is negative", o.MTU)
+	case o.MTU > 0 && (o.MTU < vethMinMTU || o.MTU > vethMaxMTU):
+		return bad("mtu %d: veth takes %d to %d", o.MTU, vethMinMTU, vethMaxMTU)
 	case o.IPv6 && o.MTU > 0 && o.MTU < ipv6MinMTU:
 		return bad("mtu %d with IPv6: IPv6 needs at least %d (RFC 8200 section 5)", o.MTU, ipv6MinMTU)
 	case o.Queues < 0:

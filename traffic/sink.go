@@ -76,8 +76,12 @@ type SinkConfig struct {
 	// Link says the device hands over Ethernet frames (afpacket, afxdp):
 	// each is parsed, and only UDP datagrams to ports Port to Port+Ports-1
 	// (any port when Port is 0; Ports 0 means 1, a generator's flows need
-	// more) are counted; other frames are counted in Other and freed.
-	// Otherwise every packet is a UDP payload and counts.
+	// more) are counted; other frames, IP fragments among them, are
+	// counted in Other and freed. Otherwise every packet is a UDP payload
+	// and counts. A GSO super-frame (a veth hands those over whole from a
+	// sender with GSO) counts as its datagrams on a GSOFramer that says it
+	// describes them (afpacket opened with Config.VnetHdr); elsewhere it
+	// counts as one, and the others show as lost.
 	Link  bool
 	Port  uint16
 	Ports int

@@ -235,8 +235,13 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	var runErr error
 	onThread(func() { r, runErr = traffic.Echo(sc, dev, cfg) })
 	txt := fmt.Sprintf("echoed %d packets, %d bytes in %.2f seconds; %d errors", r.Echoed, r.Bytes, r.Seconds, r.Errors)
-	if r.Other > 0 {
-		txt += fmt.Sprintf("; %d not answered", r.Other)
+	switch {
+	case r.Other > 0 && spec.link():
+		// Not requests: whatever else the link carries (on a fresh IPv6
+		// link, the host's own neighbour discovery and multicast reports).
+		txt += fmt.Sprintf("; %d other frames not answered", r.Other)
+	case r.Other > 0:
+		txt += fmt.Sprintf("; %d not answered (sources outside --from)", r.Other)
 	}
 	p.line(txt,
 		echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
