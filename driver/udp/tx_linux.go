@@ -159,7 +159,7 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	name := d.dst[:d.dstLen]
 	if !more && d.sendsAlone(b, name) {
 		// The doorbell of one datagram, rung from here (see sentOne).
-		_, e := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+		e := mmsg.SendtoNow(d.fd, b.Data(), namePtr(name), len(name))
 		return d.sentOne(b, name, e)
 	}
 	return d.queue(b, name, more)
@@ -187,7 +187,7 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 	}
 	if !more && d.sendsAlone(b, name[:n]) {
 		// The doorbell of one datagram, rung from here (see sentOne).
-		_, e := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name[:n])
+		e := mmsg.SendtoNow(d.fd, b.Data(), &name[0], n)
 		return d.sentOne(b, name[:n], e)
 	}
 	return d.queue(b, name[:n], more)
@@ -203,7 +203,7 @@ func (d *Device) Flush() error {
 	defer d.exit()
 	if b, name := d.queuedAlone(); b != nil {
 		// The doorbell of one datagram, rung from here (see sentOne).
-		_, e := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+		e := mmsg.SendtoNow(d.fd, b.Data(), namePtr(name), len(name))
 		return d.sentOne(b, name, e)
 	}
 	return d.doorbell()
@@ -300,7 +300,7 @@ var errXmitNoBuf = fmt.Errorf("udp: xmit: linearize: %w", pool.ErrExhausted)
 // send buffer is full and the device may wait, once more as a call that
 // sleeps. It frees b and counts the datagram as the doorbell would.
 func (d *Device) sendOne(b *skb.Buff, name []byte) error {
-	_, e := mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+	e := mmsg.SendtoNow(d.fd, b.Data(), namePtr(name), len(name))
 	return d.sentOne(b, name, e)
 }
 
@@ -312,7 +312,7 @@ func (d *Device) sendOne(b *skb.Buff, name []byte) error {
 func (d *Device) sentOne(b *skb.Buff, name []byte, e unix.Errno) error {
 	n := b.Len()
 	for e == unix.EINTR {
-		_, e = mmsg.SendtoNow(d.fd, b.Data(), unix.MSG_DONTWAIT, name)
+		e = mmsg.SendtoNow(d.fd, b.Data(), namePtr(name), len(name))
 	}
 	var err error
 	if e != 0 {
@@ -703,7 +703,7 @@ func (d *Device) sendNow(i, m int) (int, error) {
 	if m-i == 1 && t.msgs[i].simple {
 		j := t.msgs[i].pkt
 		p := &t.pkts[j]
-		if _, e := mmsg.SendtoNow(d.fd, p.b.Data(), unix.MSG_DONTWAIT, t.names[j][:p.name]); e != 0 {
+		if e := mmsg.SendtoNow(d.fd, p.b.Data(), namePtr(t.names[j][:p.name]), int(p.name)); e != 0 {
 			return 0, e
 		}
 		return 1, nil
@@ -735,4 +735,14 @@ func (t *txq) drop(d *Device, r netdev.DropReason) {
 		t.pkts[i].b = nil
 	}
 	t.n = 0
+}
+
+// namePtr is name's first byte for sendto(2), or nil for an empty name: the
+// kernel takes a pointer with length 0 as an invalid address (EINVAL), not
+// as none.
+func namePtr(name []byte) *byte {
+	if len(name) == 0 {
+		return nil
+	}
+	return &name[0]
 }

@@ -110,10 +110,18 @@ func TestProbes(t *testing.T) {
 	}
 	var name [SockaddrMax]byte
 	nl := PutSockaddr(name[:], unix.AF_INET, netip.AddrPortFrom(netip.AddrFrom4(addr.Addr), uint16(addr.Port)))
-	for i, to := range [][]byte{nil, name[:0], name[:nl]} {
-		if n, e := SendtoNow(tx, []byte{byte(i), 2, 3}, unix.MSG_DONTWAIT, to); n != 3 || e != 0 {
-			t.Fatalf("sendto %d (name of %d bytes): %d, %v", i, len(to), n, e)
+	for i, to := range []struct {
+		name *byte
+		n    int
+	}{{nil, 0}, {&name[0], nl}, {nil, 0}} {
+		if e := SendtoNow(tx, []byte{byte(i), 2, 3}, to.name, to.n); e != 0 {
+			t.Fatalf("sendto %d (name of %d bytes): %v", i, to.n, e)
 		}
+	}
+	// A name pointer with length 0 is no address to the kernel, but an
+	// invalid one.
+	if e := SendtoNow(tx, []byte{9}, &name[0], 0); e != unix.EINVAL {
+		t.Fatalf("sendto with a name of 0 bytes: %v, want EINVAL", e)
 	}
 	buf := make([]byte, 2)
 	var from unix.RawSockaddrInet6

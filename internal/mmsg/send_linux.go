@@ -124,17 +124,15 @@ func SendHdrsNow(fd int, hdrs []unix.Mmsghdr, flags int) (int, error) {
 	return int(r), nil
 }
 
-// SendtoNow is Sendto for a call that cannot sleep (flags holding
-// MSG_DONTWAIT), entering the kernel without telling the Go scheduler,
-// through Raw6 for the reason RecvfromNow gives. It returns the bytes sent and errno 0, or -1 and the
-// errno.
-func SendtoNow(fd int, p []byte, flags int, name []byte) (int, unix.Errno) {
-	var np unsafe.Pointer
-	if len(name) > 0 {
-		// An empty name must reach the kernel as NULL: a pointer with
-		// length 0 is an invalid address (EINVAL), not "no address".
-		np = unsafe.Pointer(&name[0])
-	}
-	r, _, e := Raw6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), uintptr(flags), uintptr(np), uintptr(len(name)))
-	return int(r), e
+// SendtoNow sends p as one datagram on fd (sendto(2) with MSG_DONTWAIT: it
+// never sleeps) to the struct sockaddr of namelen bytes at name, or, with
+// name nil and namelen 0, to the connected peer (the kernel refuses a
+// pointer with length 0, EINVAL). It enters the kernel through Raw6 for the
+// reason RecvfromNow gives, and is small enough to be inlined into its
+// caller (the flags are fixed, and the byte count, all of p for a datagram
+// sent, not returned, for that). It returns 0 or the errno.
+func SendtoNow(fd int, p []byte, name *byte, namelen int) unix.Errno {
+	_, _, e := Raw6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT,
+		uintptr(unsafe.Pointer(name)), uintptr(namelen))
+	return e
 }
