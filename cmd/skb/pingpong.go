@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/driver/udp"
 	"github.com/skbdev/skb/netdev"
@@ -338,7 +338,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	onThread(func() { r, runErr = traffic.PingPong(sc, dev, cfg) })
 	if runErr != nil && r.Iters == 0 {
 		switch {
-		case errors.Is(runErr, unix.ECONNREFUSED):
+		case errors.Is(runErr, syscall.ECONNREFUSED):
 			return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable): is `skb pingpong --server` running there?", dst)
 		case errors.Is(runErr, traffic.ErrNoReply):
 			return fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there?", dst, o.timeout)
@@ -366,7 +366,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			Dev: spec.String(), Connect: dst.String()})
 	}
 	switch {
-	case errors.Is(runErr, unix.ECONNREFUSED):
+	case errors.Is(runErr, syscall.ECONNREFUSED):
 		return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable) after %d measured round trips: the `skb pingpong --server` there stopped during the run (its --duration, --idle or --count?); the result above is what was measured",
 			dst, r.Iters)
 	case runErr != nil:

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/driver/afxdp"
 	"github.com/skbdev/skb/driver/udp"
@@ -292,7 +292,7 @@ func bindErr(who, flag string, a netip.AddrPort, err error) error {
 		v = a.Addr().String()
 	}
 	switch {
-	case errors.Is(err, unix.EADDRNOTAVAIL):
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
 		var msg string
 		if v == a.Addr().String() {
 			msg = fmt.Sprintf("--%s %s is not an address of this host (in this network namespace)", flag, v)
@@ -307,9 +307,9 @@ func bindErr(who, flag string, a netip.AddrPort, err error) error {
 			msg += ": " + who + " can only receive on its own addresses"
 		}
 		return errors.New(msg)
-	case errors.Is(err, unix.EADDRINUSE):
+	case errors.Is(err, syscall.EADDRINUSE):
 		return fmt.Errorf("--%s %s is in use by another socket", flag, v)
-	case errors.Is(err, unix.EACCES):
+	case errors.Is(err, syscall.EACCES):
 		return fmt.Errorf("--%s %s: permission denied (ports below 1024 need root)", flag, v)
 	}
 	return err

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/driver/afpacket"
 	"github.com/skbdev/skb/driver/afxdp"
@@ -379,7 +378,7 @@ func (r *runSignals) interrupted(cmd string) error {
 		return nil
 	}
 	return &exitError{code: 128 + int(n),
-		err: fmt.Errorf("%s: stopped by %s; the result above is what was measured", cmd, unix.SignalName(syscall.Signal(n)))}
+		err: fmt.Errorf("%s: stopped by %s; the result above is what was measured", cmd, signalName(syscall.Signal(n)))}
 }
 
 // printer writes the lines of a traffic command: text, or NDJSON objects.
@@ -623,15 +622,4 @@ func holdPorts(a netip.AddrPort, n int) closer {
 		}
 		return nil
 	}
-}
-
-// cpuTimes returns the user and system CPU time the process has used, in
-// seconds (getrusage(2)), as the C reference tools print them: CPU per
-// packet is a steadier figure than packets per second on a shared machine.
-func cpuTimes() (user, sys float64) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds()
 }
