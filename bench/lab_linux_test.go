@@ -123,6 +123,28 @@ func TestPingProcRun(t *testing.T) {
 	}
 }
 
+// TestListeningPort reads the port a server says it bound, and says so
+// when the server exits first.
+func TestListeningPort(t *testing.T) {
+	e := &env{sender: NoPin, receiver: NoPin}
+	for _, tc := range []struct {
+		script, port, err string
+	}{
+		{"echo 'pingpong: listening on 0.0.0.0:40123' >&2; exec sleep 5", "40123", ""},
+		{"echo 'pingpong: --listen: in use' >&2; exit 1", "", "exited before it was bound: pingpong: --listen: in use"},
+	} {
+		p, err := e.startProc(context.Background(), NoPin, nil, "fake server", "/bin/sh", "-c", tc.script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, err := listeningPort(p, 3*time.Second)
+		p.stop()
+		if port != tc.port || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%q: port %q, error %v", tc.script, port, err)
+		}
+	}
+}
+
 // TestToolResult reads the result object out of a tool's --json output and
 // says so when there is none.
 func TestToolResult(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,24 +186,22 @@ func (p *cProc) waitStderr(s string, timeout time.Duration) bool {
 	return false
 }
 
-// waitBound waits until the process p has bound UDP port on the wildcard
-// address (binding it here fails), or returns an error with p's output
-// when p exits first or timeout passes. A client started before its
-// server binds would get a port unreachable for its first request.
-func waitBound(p *cProc, port string, timeout time.Duration) error {
+// listeningPort waits for the line "pingpong: listening on ADDR:PORT" that
+// an skb server given port 0 prints on stderr once bound, and returns the
+// port; or an error with p's output when p exits first or timeout passes.
+func listeningPort(p *cProc, timeout time.Duration) (string, error) {
+	re := regexp.MustCompile(`listening on \S*:(\d+)\n`)
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		c, err := net.ListenPacket("udp4", "0.0.0.0:"+port)
-		if err != nil {
-			return nil
+		if m := re.FindStringSubmatch(p.err.String()); m != nil {
+			return m[1], nil
 		}
-		c.Close()
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it bound port %s: %s", p.name, port, oneLine(strings.TrimSpace(p.err.String())))
+			return "", fmt.Errorf("%s exited before it was bound: %s", p.name, oneLine(strings.TrimSpace(p.err.String())))
 		default:
 		}
 	}
-	return fmt.Errorf("%s did not bind port %s within %v", p.name, port, timeout)
+	return "", fmt.Errorf("%s did not say its port within %v", p.name, timeout)
 }
 
 // freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
@@ -299,25 +298,25 @@ func cpuPer(s sample, metric string, f map[string]float64, count string) {
 // server binds the wildcard address and answers loopback only (--from).
 func pingProcRun(iters int, busy bool) func(context.Context, *env) (sample, error) {
 	return func(ctx context.Context, e *env) (sample, error) {
-		port, err := freeUDPPort()
-		if err != nil {
-			return nil, err
-		}
-		sargs := []string{"pingpong", "--server", "--listen", "0.0.0.0:" + port, "--from", "127.0.0.0/8",
+		// The server binds a port the kernel picks and says which.
+		sargs := []string{"pingpong", "--server", "--listen", "0.0.0.0:0", "--from", "127.0.0.0/8",
 			"--duration", secsArg(4*e.dur + 10*time.Second)}
-		cargs := []string{"pingpong", "--connect", "127.0.0.1:" + port, "-n", strconv.Itoa(iters), "-s", "64",
-			"--duration", secsArg(4*e.dur + 5*time.Second), "--json"}
 		if busy {
 			sargs = append(sargs, "--busy-poll")
-			cargs = append(cargs, "--busy-poll")
 		}
 		srv, err := e.startProc(ctx, e.receiver, nil, "skb pingpong --server", e.opts.Tool, sargs...)
 		if err != nil {
 			return nil, err
 		}
 		defer srv.stop()
-		if err := waitBound(srv, port, 5*time.Second); err != nil {
+		port, err := listeningPort(srv, 5*time.Second)
+		if err != nil {
 			return nil, err
+		}
+		cargs := []string{"pingpong", "--connect", "127.0.0.1:" + port, "-n", strconv.Itoa(iters), "-s", "64",
+			"--duration", secsArg(4*e.dur + 5*time.Second), "--json"}
+		if busy {
+			cargs = append(cargs, "--busy-poll")
 		}
 		cli, err := e.startProc(ctx, e.sender, nil, "skb pingpong", e.opts.Tool, cargs...)
 		if err != nil {
@@ -325,6 +324,11 @@ func pingProcRun(iters int, busy bool) func(context.Context, *env) (sample, erro
 		}
 		out, err := cli.wait(4*e.dur + 10*time.Second)
 		if err != nil {
+			select {
+			case <-srv.done:
+				return nil, fmt.Errorf("%w (the server had exited: %s)", err, oneLine(strings.TrimSpace(srv.err.String())))
+			default:
+			}
 			return nil, err
 		}
 		for _, line := range strings.Split(out, "\n") {

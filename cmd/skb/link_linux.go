@@ -135,10 +135,11 @@ func (l *linkInfo) neighbour(dst netip.Addr) (header.MAC, error) {
 	return header.MAC{}, fmt.Errorf("no neighbour entry for %v on %s: ping it once, or give --dst-mac (ip neigh show dev %s)", hop, l.name, l.name)
 }
 
-// pathMTU returns the MTU of the route to dst, in bytes: what a UDP socket
-// connected to dst reads with IP_MTU (IPV6_MTU for IPv6; ip(7), ipv6(7)).
-// Connecting a UDP socket sends nothing.
-func pathMTU(dst netip.AddrPort) (int, error) {
+// pathMTU returns the MTU of the route from src (when it is a specified
+// address) to dst, in bytes: what a UDP socket bound to src and connected
+// to dst reads with IP_MTU (IPV6_MTU for IPv6; ip(7), ipv6(7)). Connecting
+// a UDP socket sends nothing.
+func pathMTU(src netip.Addr, dst netip.AddrPort) (int, error) {
 	a := dst.Addr().Unmap()
 	fam, level, opt := unix.AF_INET6, unix.IPPROTO_IPV6, unix.IPV6_MTU
 	var sa unix.Sockaddr
@@ -153,6 +154,15 @@ func pathMTU(dst netip.AddrPort) (int, error) {
 		return 0, err
 	}
 	defer unix.Close(fd)
+	if src = src.Unmap(); src.IsValid() && !src.IsUnspecified() && src.Is4() == a.Is4() {
+		var from unix.Sockaddr = &unix.SockaddrInet6{Addr: src.As16()}
+		if src.Is4() {
+			from = &unix.SockaddrInet4{Addr: src.As4()}
+		}
+		if err := unix.Bind(fd, from); err != nil {
+			return 0, err
+		}
+	}
 	if err := unix.Connect(fd, sa); err != nil {
 		return 0, err
 	}

@@ -29,6 +29,6 @@ func (l *linkInfo) neighbour(dst netip.Addr) (header.MAC, error) {
 }
 
 // pathMTU is not known off Linux.
-func pathMTU(dst netip.AddrPort) (int, error) {
+func pathMTU(src netip.Addr, dst netip.AddrPort) (int, error) {
 	return 0, fmt.Errorf("path MTU: needs Linux")
 }

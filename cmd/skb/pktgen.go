@@ -240,7 +240,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			d.Close()
 			return errors.New("pktgen: --gso: the kernel refused UDP_SEGMENT on this socket")
 		}
-		if w := fragmentWarning(o.size, cfg.IMIX, dst); w != "" {
+		if w := fragmentWarning(o.size, cfg.IMIX, src, dst); w != "" {
 			fmt.Fprintln(cmd.ErrOrStderr(), w)
 		}
 		dev, closeDev, cfg.Dst = d, d.Close, dst
@@ -333,16 +333,19 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 }
 
 // fragmentWarning returns the warning for a UDP pktgen whose largest
-// datagram (size, or the largest of mix) does not fit the MTU of the route
-// to dst with its IP and UDP headers, or "". The kernel sends such a
-// datagram as IP fragments: a UDP receiver reassembles them, but a
-// link-layer sink sees fragments, which it does not count, and reports
-// their datagrams lost.
-func fragmentWarning(size int, mix []traffic.IMIXEntry, dst netip.AddrPort) string {
+// datagram (size, or the largest of mix when there is one) does not fit
+// the MTU of the route from src to dst with its IP and UDP headers, or "".
+// The kernel sends such a datagram as IP fragments: a UDP receiver
+// reassembles them, but a link-layer sink sees fragments, which it does
+// not count, and reports their datagrams lost.
+func fragmentWarning(size int, mix []traffic.IMIXEntry, src, dst netip.AddrPort) string {
+	if len(mix) > 0 {
+		size = 0
+	}
 	for _, e := range mix {
 		size = max(size, e.Size)
 	}
-	mtu, err := pathMTU(dst)
+	mtu, err := pathMTU(src.Addr(), dst)
 	if err != nil || mtu <= 0 {
 		return ""
 	}

@@ -55,13 +55,16 @@ const (
 	// puts before every frame (Config.VnetHdr). Its fields, in the host's
 	// byte order (virtio_legacy_is_little_endian): flags, gso_type (u8 each),
 	// hdr_len, gso_size, csum_start, csum_offset (u16 each).
-	vnetHdrLen   = 10
-	vnetGSOType  = 1
-	vnetGSOSize  = 4
-	vnetGSOTCPv4 = 1    // VIRTIO_NET_HDR_GSO_TCPV4
-	vnetGSOTCPv6 = 4    // VIRTIO_NET_HDR_GSO_TCPV6
-	vnetGSOUDPL4 = 5    // VIRTIO_NET_HDR_GSO_UDP_L4
-	vnetGSOECN   = 0x80 // VIRTIO_NET_HDR_GSO_ECN
+	vnetHdrLen    = 10
+	vnetFlags     = 0
+	vnetGSOType   = 1
+	vnetGSOSize   = 4
+	vnetCsumStart = 6
+	vnetNeedsCsum = 1    // VIRTIO_NET_HDR_F_NEEDS_CSUM
+	vnetGSOTCPv4  = 1    // VIRTIO_NET_HDR_GSO_TCPV4
+	vnetGSOTCPv6  = 4    // VIRTIO_NET_HDR_GSO_TCPV6
+	vnetGSOUDPL4  = 5    // VIRTIO_NET_HDR_GSO_UDP_L4
+	vnetGSOECN    = 0x80 // VIRTIO_NET_HDR_GSO_ECN
 
 	// tx status bits meaning the kernel still owns a slot.
 	txBusy = unix.TP_STATUS_SEND_REQUEST | unix.TP_STATUS_SENDING | unix.TP_STATUS_WRONG_FORMAT
@@ -154,6 +157,7 @@ type RingStats struct {
 type errSet struct {
 	xmitClosed, flushClosed, pollClosed, waitClosed error
 	queueFull, tooBig, short, timeout               error
+	noBuf, noBufTooBig                              error // Xmit's pool errors: ErrExhausted, skb.ErrTooBig
 	errnos                                          []errnoErr
 }
 
@@ -419,6 +423,8 @@ func (d *Device) makeErrors() {
 		tooBig:      fmt.Errorf("afpacket: xmit %s: %w", name, netdev.ErrTooBig),
 		short:       fmt.Errorf("afpacket: xmit %s: %w", name, ErrShortFrame),
 		timeout:     fmt.Errorf("afpacket: wait %s: %w", name, netdev.ErrTimeout),
+		noBuf:       fmt.Errorf("afpacket: xmit %s: %w", name, pool.ErrExhausted),
+		noBufTooBig: fmt.Errorf("afpacket: xmit %s: %w", name, skb.ErrTooBig),
 	}
 }
 

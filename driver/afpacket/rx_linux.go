@@ -194,7 +194,11 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 		b.SetTransportHeader(f.TransportOffset)
 	}
 	if d.cfg.VnetHdr && start-vnetHdrLen >= off+hSize {
-		d.vnetGSO(b, blk[start-vnetHdrLen:start], f)
+		tagLen := 0 // the VLAN tag put back, which the kernel's offsets do not count
+		if vlan {
+			tagLen = header.VLANTagLen
+		}
+		d.vnetGSO(b, blk[start-vnetHdrLen:start], f, tagLen)
 	}
 	switch {
 	case status&unix.TP_STATUS_CSUMNOTREADY != 0 && f.PayloadOffset != 0 && !f.Fragment:
@@ -226,12 +230,16 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 // before its frame (Config.VnetHdr), when it describes a GSO super-frame
 // whose payload f found: gso_size, the segments the payload makes, and the
 // type. A header of another GSO type (UFO, which no current kernel makes),
-// with gso_size 0, or whose type does not match the headers f parsed (a
-// tunnel's inner TCP, which the header names as the outer frame's type),
-// leaves b a plain frame.
-func (d *Device) vnetGSO(b *skb.Buff, v []byte, f *header.Frame) {
+// with gso_size 0, or that describes other headers than f parsed (a
+// tunnel's inner TCP or UDP, which the header names with the outer frame's
+// type: its checksum starts at the inner transport header, tagLen bytes
+// less than in b when a VLAN tag was put back), leaves b a plain frame.
+func (d *Device) vnetGSO(b *skb.Buff, v []byte, f *header.Frame, tagLen int) {
 	t := v[vnetGSOType]
 	if t == 0 || f.PayloadOffset == 0 {
+		return
+	}
+	if v[vnetFlags]&vnetNeedsCsum != 0 && int(ne.Uint16(v[vnetCsumStart:]))+tagLen != f.TransportOffset {
 		return
 	}
 	size := int(ne.Uint16(v[vnetGSOSize:]))

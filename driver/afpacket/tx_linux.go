@@ -4,6 +4,7 @@ package afpacket
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -11,6 +12,7 @@ import (
 	"github.com/skbdev/skb/header"
 	"github.com/skbdev/skb/internal/ring"
 	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
 
@@ -31,6 +33,9 @@ import (
 // nothing queued is stranded. Errors, each prefixed "afpacket: xmit
 // <ifname>: ": ErrShortFrame (under 14 bytes) and netdev.ErrTooBig (over
 // MTU+14, or MTU+18 with a VLAN tag) for a frame the kernel would refuse;
+// pool.ErrExhausted (or skb.ErrTooBig) when the frame needed a buffer the
+// pool did not have (to linearize it, complete its checksum on a private
+// copy, or make room for the virtio header);
 // netdev.ErrQueueFull when the ring stayed full after the doorbell or the
 // kernel's queue refused frames (with the errno, EAGAIN or ENOBUFS); the
 // errno of a failed doorbell otherwise (frames it did not send are dropped
@@ -76,12 +81,19 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 }
 
 // noBuffer drops b, which Xmit could not make ready to send for want of a
-// buffer (err, the pool's), rings the doorbell for what is queued, and
-// returns err with Xmit's prefix.
+// buffer (err, the pool's: pool.ErrExhausted, or skb.ErrTooBig for a head
+// no block holds), rings the doorbell for what is queued, and returns err
+// with Xmit's prefix, made at Open for those two.
 func (d *Device) noBuffer(b *skb.Buff, err error) error {
 	d.cache.Free(b)
 	d.ctr.TxDrop(netdev.DropNoBuffer, 1)
 	d.kick()
+	switch {
+	case errors.Is(err, pool.ErrExhausted):
+		return d.errs.noBuf
+	case errors.Is(err, skb.ErrTooBig):
+		return d.errs.noBufTooBig
+	}
 	return fmt.Errorf("afpacket: xmit %s: %w", d.cfg.Ifname, err)
 }
 

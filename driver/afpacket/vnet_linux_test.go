@@ -4,7 +4,10 @@ package afpacket
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/skbdev/skb/header"
 	"github.com/skbdev/skb/internal/mmsg"
+	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
@@ -130,8 +134,9 @@ func checkFrame(b *skb.Buff, seq uint32) (uint32, bool) {
 }
 
 // TestVnetGSOTypes checks vnetGSO against frames it parsed: a header's GSO
-// type is taken only when it matches the frame's protocols, as a tunnel's
-// inner TCP, which the kernel names as the outer frame's type, would not.
+// type is taken only when it matches the frame's protocols and its
+// checksum starts at the frame's transport header, as a tunnel's inner TCP
+// or UDP, which the kernel names with the outer frame's type, would not.
 func TestVnetGSOTypes(t *testing.T) {
 	p, err := pool.New(pool.Config{})
 	if err != nil {
@@ -142,19 +147,28 @@ func TestVnetGSOTypes(t *testing.T) {
 	defer c.Close()
 	uf := header.UDPFrame{SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
 		SourcePort: 1, DestinationPort: 2}
+	const (
+		outer = 14 + 20 // the UDP header's offset in the frame
+		inner = 100     // a tunnel's inner transport header
+	)
 	for _, tc := range []struct {
-		gsoType  byte
-		size     int
-		wantSize int
-		wantSegs int
-		wantType skb.GSOType
+		gsoType   byte
+		size      int
+		csumStart int // 0: no NEEDS_CSUM
+		tagLen    int
+		wantSize  int
+		wantSegs  int
+		wantType  skb.GSOType
 	}{
-		{vnetGSOUDPL4, 100, 100, 4, skb.GSOUDPL4},
-		{vnetGSOUDPL4, 0, 0, 0, 0},
-		{vnetGSOTCPv4, 100, 0, 0, 0}, // TCP over a UDP frame: a tunnel
-		{vnetGSOTCPv6, 100, 0, 0, 0},
-		{3, 100, 0, 0, 0}, // UFO
-		{0, 100, 0, 0, 0},
+		{vnetGSOUDPL4, 100, 0, 0, 100, 4, skb.GSOUDPL4},
+		{vnetGSOUDPL4, 100, outer, 0, 100, 4, skb.GSOUDPL4},
+		{vnetGSOUDPL4, 100, outer - 4, 4, 100, 4, skb.GSOUDPL4}, // a VLAN tag put back
+		{vnetGSOUDPL4, 100, inner, 0, 0, 0, 0},                  // UDP in a UDP tunnel
+		{vnetGSOUDPL4, 0, 0, 0, 0, 0, 0},
+		{vnetGSOTCPv4, 100, 0, 0, 0, 0, 0}, // TCP over a UDP frame: a tunnel
+		{vnetGSOTCPv6, 100, 0, 0, 0, 0, 0},
+		{3, 100, 0, 0, 0, 0, 0}, // UFO
+		{0, 100, 0, 0, 0, 0, 0},
 	} {
 		b, err := c.Alloc(uf.HeaderLen() + 350)
 		if err != nil {
@@ -167,10 +181,57 @@ func TestVnetGSOTypes(t *testing.T) {
 		v := make([]byte, vnetHdrLen)
 		v[vnetGSOType] = tc.gsoType
 		ne.PutUint16(v[vnetGSOSize:], uint16(tc.size))
-		(&Device{}).vnetGSO(b, v, &f)
+		if tc.csumStart != 0 {
+			v[vnetFlags] = vnetNeedsCsum
+			ne.PutUint16(v[vnetCsumStart:], uint16(tc.csumStart))
+		}
+		(&Device{}).vnetGSO(b, v, &f, tc.tagLen)
 		if b.GSOSize() != tc.wantSize || b.GSOSegs() != tc.wantSegs || b.GSOType() != tc.wantType {
-			t.Errorf("gso_type %d size %d: got size %d segs %d type %v", tc.gsoType, tc.size, b.GSOSize(), b.GSOSegs(), b.GSOType())
+			t.Errorf("gso_type %d size %d csum_start %d: got size %d segs %d type %v", tc.gsoType, tc.size, tc.csumStart, b.GSOSize(), b.GSOSegs(), b.GSOType())
 		}
 		c.Free(b)
 	}
+}
+
+// TestVnetHdrNoBuffer: a clone sent with the virtio header needs a head of
+// its own, and with the pool exhausted Xmit drops it, counts it in
+// tx_dropped_nobuf and returns its prefixed error, the same one each time
+// (made at Open: a drop allocates nothing).
+func TestVnetHdrNoBuffer(t *testing.T) {
+	l := newLab(t)
+	fr := newFramer(l)
+	p, err := pool.New(pool.Config{Classes: []pool.Class{{Size: 2048, Max: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tx := openIn(t, &l.A, Config{Config: netdev.Config{Pool: p}, TxOnly: true, VnetHdr: true})
+	c := tx.Cache()
+	var held []*skb.Buff
+	for {
+		b, err := c.Alloc(fr.uf.HeaderLen() + 100)
+		if err != nil {
+			break
+		}
+		held = append(held, b)
+	}
+	if len(held) == 0 {
+		t.Fatal("no buffer at all")
+	}
+	fr.fill(held[0], 1, 100)
+	var errs []error
+	for range 2 {
+		err := tx.Xmit(c.Clone(held[0]), false)
+		if !errors.Is(err, pool.ErrExhausted) || !strings.HasPrefix(fmt.Sprint(err), "afpacket: xmit "+l.A.Ifname+": ") {
+			t.Fatalf("Xmit of a clone, pool exhausted: %v", err)
+		}
+		errs = append(errs, err)
+	}
+	if errs[0] != errs[1] {
+		t.Error("two drops returned two errors: one was made for the drop")
+	}
+	if st := tx.Stats(); st.TxDropped[netdev.DropNoBuffer] != 2 {
+		t.Errorf("tx_dropped_nobuf %d, want 2", st.TxDropped[netdev.DropNoBuffer])
+	}
+	c.FreeN(held)
 }
