@@ -125,6 +125,16 @@ func TestPktgenDoorbells(t *testing.T) {
 	}
 }
 
+// labFrame is the frame template of a flow from port 4000 of src to port
+// dport of dst, between the lab's MAC addresses.
+func labFrame(src, dst string, dport uint16) *header.UDPFrame {
+	return &header.UDPFrame{
+		Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
+		SourceIP: netip.MustParseAddr(src), DestinationIP: netip.MustParseAddr(dst),
+		SourcePort: 4000, DestinationPort: dport,
+	}
+}
+
 // gsoFramer is a memring device that hands over every frame as a GSO
 // super-frame of seg-byte UDP segments, as afpacket does with its virtio
 // header (memring itself carries no metadata), and says so when on.
@@ -151,11 +161,7 @@ func (g gsoFramer) Poll(budget int, h netdev.Handler) (int, error) {
 // that says it hands over none.
 func TestLinkGSOFrames(t *testing.T) {
 	a, b := pair(t, memring.Config{RingSize: 64})
-	uf := &header.UDPFrame{
-		Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
-		SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
-		SourcePort: 4000, DestinationPort: 9000,
-	}
+	uf := labFrame("198.18.0.1", "198.18.0.2", 9000)
 	const seg, segs = 64, 4
 	hl := uf.HeaderLen()
 	for _, on := range []bool{true, false} {
@@ -197,11 +203,7 @@ func TestLinkGSOFrames(t *testing.T) {
 // sink count them; every frame's checksums verify.
 func TestLinkMemring(t *testing.T) {
 	a, b := pair(t, memring.Config{RingSize: 1024})
-	frame := &header.UDPFrame{
-		Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
-		SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
-		SourcePort: 4000, DestinationPort: 9000,
-	}
+	frame := labFrame("198.18.0.1", "198.18.0.2", 9000)
 	g, err := NewPktgen(a, PktgenConfig{Frame: frame, Count: 500, Burst: 32, Flows: 4, IMIX: DefaultIMIX})
 	if err != nil {
 		t.Fatal(err)
@@ -256,11 +258,7 @@ func TestLinkBytes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := pair(t, memring.Config{RingSize: 1024})
-			frame := &header.UDPFrame{
-				Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
-				SourceIP: netip.MustParseAddr(tc.src), DestinationIP: netip.MustParseAddr(tc.dst),
-				SourcePort: 4000, DestinationPort: 9000,
-			}
+			frame := labFrame(tc.src, tc.dst, 9000)
 			const n, size = 300, 100
 			var ivs []PktgenInterval
 			g, err := NewPktgen(a, PktgenConfig{Frame: frame, Count: n, Burst: 32, Size: size,
@@ -420,11 +418,7 @@ func TestPingPongMemring(t *testing.T) {
 
 func TestPingPongLinkMemring(t *testing.T) {
 	a, b := pair(t, memring.Config{})
-	frame := &header.UDPFrame{
-		Source: header.MAC{2, 0, 0, 0, 0, 1}, Destination: header.MAC{2, 0, 0, 0, 0, 2},
-		SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),
-		SourcePort: 4000, DestinationPort: 9100,
-	}
+	frame := labFrame("198.18.0.1", "198.18.0.2", 9100)
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := make(chan EchoResult)
 	go func() {
