@@ -32,13 +32,16 @@ func FuzzFrame(f *testing.F) {
 	if _, err := header.BuildUDP(udp, &l.uf); err != nil {
 		f.Fatal(err)
 	}
-	f.Add(udp, uint32(0), uint16(0), uint8(0), uint16(0))
-	f.Add(udp, uint32(unix.TP_STATUS_VLAN_VALID|unix.TP_STATUS_VLAN_TPID_VALID), uint16(0x2123), uint8(0), uint16(0))
-	f.Add(udp, uint32(unix.TP_STATUS_CSUMNOTREADY), uint16(0), uint8(0), uint16(0))
-	f.Add(udp, uint32(0), uint16(0), uint8(unix.PACKET_OUTGOING), uint16(0))
-	f.Add(udp, uint32(0), uint16(0), uint8(0), uint16(30)) // cut by the snap length
-	f.Add(udp[:10], uint32(unix.TP_STATUS_VLAN_VALID), uint16(1), uint8(0), uint16(0))
-	f.Add(make([]byte, 1500), uint32(0), uint16(0), uint8(0), uint16(0))
+	f.Add(udp, uint32(0), uint16(0), uint8(0), uint16(0), []byte(nil))
+	f.Add(udp, uint32(unix.TP_STATUS_VLAN_VALID|unix.TP_STATUS_VLAN_TPID_VALID), uint16(0x2123), uint8(0), uint16(0), []byte(nil))
+	f.Add(udp, uint32(unix.TP_STATUS_CSUMNOTREADY), uint16(0), uint8(0), uint16(0), []byte(nil))
+	f.Add(udp, uint32(0), uint16(0), uint8(unix.PACKET_OUTGOING), uint16(0), []byte(nil))
+	f.Add(udp, uint32(0), uint16(0), uint8(0), uint16(30), []byte(nil)) // cut by the snap length
+	f.Add(udp[:10], uint32(unix.TP_STATUS_VLAN_VALID), uint16(1), uint8(0), uint16(0), []byte(nil))
+	f.Add(make([]byte, 1500), uint32(0), uint16(0), uint8(0), uint16(0), []byte(nil))
+	// A virtio header describing a UDP GSO super-frame of 8-byte segments,
+	// its checksum at the UDP header.
+	f.Add(udp, uint32(0), uint16(0), uint8(0), uint16(0), []byte{vnetNeedsCsum, vnetGSOUDPL4, 0, 0, 8, 0, 14 + 20, 0, 6, 0})
 
 	p, err := pool.New(pool.Config{})
 	if err != nil {
@@ -49,14 +52,17 @@ func FuzzFrame(f *testing.F) {
 			f.Errorf("pool: %v", err)
 		}
 	})
-	f.Fuzz(func(t *testing.T, wire []byte, status uint32, tci uint16, pkttype uint8, cut uint16) {
+	f.Fuzz(func(t *testing.T, wire []byte, status uint32, tci uint16, pkttype uint8, cut uint16, vnet []byte) {
 		if len(wire) > 9000 {
 			return
 		}
 		c := p.NewCache()
 		defer c.Close()
-		for _, cb := range []int{0, netdev.DefaultCopybreak} {
+		for k, cb := range []int{0, netdev.DefaultCopybreak, netdev.DefaultCopybreak} {
 			d := &Device{cache: c, cbreak: cb, fullSize: pool.FrameSize - c.Headroom()}
+			// The third pass reads a virtio header (Config.VnetHdr): vnet's
+			// first bytes, in the 10 before the frame.
+			d.cfg.VnetHdr = k == 2
 			// A block holding one frame: the descriptor, the header at 64,
 			// the frame at 64+mac.
 			const off, mac = 64, 80
@@ -73,6 +79,9 @@ func FuzzFrame(f *testing.F) {
 			ne.PutUint32(hdr[hVlanTCI:], uint32(tci))
 			blk[off+sllPkttype] = pkttype
 			copy(blk[off+mac:], wire)
+			if d.cfg.VnetHdr {
+				copy(blk[off+mac-vnetHdrLen:off+mac], vnet)
+			}
 			var got *skb.Buff
 			res := d.frame(blk, off, func(b *skb.Buff) { got = b })
 			s := d.ctr.Snapshot()
@@ -115,6 +124,10 @@ func FuzzFrame(f *testing.F) {
 			}
 			if got.IPSummed() == skb.ChecksumPartial && got.CsumStart() != fr.TransportOffset {
 				t.Fatalf("csum start %d, transport at %d", got.CsumStart(), fr.TransportOffset)
+			}
+			if g := got.GSOSize(); g != 0 && (!d.cfg.VnetHdr || fr.PayloadOffset == 0 ||
+				got.GSOSegs()*g < len(want)-fr.PayloadOffset || (got.GSOSegs()-1)*g >= len(want)-fr.PayloadOffset) {
+				t.Fatalf("gso_size %d gso_segs %d on a frame of %d bytes, payload at %d (vnet %v)", g, got.GSOSegs(), len(want), fr.PayloadOffset, d.cfg.VnetHdr)
 			}
 			if cb != 0 && len(want) < cb && got.End() > pool.SmallSize {
 				t.Fatalf("%d-byte frame in a %d-byte block with copybreak %d", len(want), got.End(), cb)
