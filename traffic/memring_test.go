@@ -622,3 +622,36 @@ func TestPingPongSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkOnePollSpan checks the span of a run whose packets all came in
+// one Poll: it ends with that Poll, so the rate is not 0; a single packet
+// has no span and no rate.
+func TestSinkOnePollSpan(t *testing.T) {
+	for _, n := range []uint64{10, 1} {
+		a, b := pair(t, memring.Config{RingSize: 64})
+		g, err := NewPktgen(a, PktgenConfig{Count: n, Burst: int(n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Burst(); err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+		s, err := NewSink(b, SinkConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Poll(); err != nil || uint64(got) != n {
+			t.Fatalf("Poll = %d, %v: want the %d packets at once", got, err, n)
+		}
+		r := s.Result()
+		switch {
+		case r.Packets != n:
+			t.Errorf("%d packets, want %d", r.Packets, n)
+		case n > 1 && (r.Seconds <= 0 || r.PPS <= 0 || r.Mbps <= 0):
+			t.Errorf("%d packets in one Poll: seconds %v, pps %v, Mbit/s %v: want a span and rates", n, r.Seconds, r.PPS, r.Mbps)
+		case n == 1 && (r.Seconds != 0 || r.PPS != 0):
+			t.Errorf("one packet: seconds %v, pps %v: want 0 (no span)", r.Seconds, r.PPS)
+		}
+	}
+}

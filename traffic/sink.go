@@ -124,9 +124,12 @@ type SinkResult struct {
 	Packets    uint64
 	Bytes      uint64
 	FrameBytes uint64
-	// Seconds is the time from the first packet to the last; PPS, Mbps
-	// (of Bytes) and FrameMbps (of FrameBytes) are over it, as the C
-	// reference receiver measures.
+	// Seconds is the time from the first packet to the last, in seconds:
+	// from the hand-over of the first to the end of the Poll that handed
+	// over the last (so packets that all came in one Poll have one too),
+	// 0 with fewer than two packets. PPS, Mbps (of Bytes) and FrameMbps
+	// (of FrameBytes) are over it, as the C reference receiver measures,
+	// and 0 when it is.
 	Seconds   float64
 	PPS       float64
 	Mbps      float64
@@ -251,9 +254,11 @@ func (s *Sink) Poll() (int, error) {
 		if !s.seen {
 			s.seen, s.first = true, s.now
 		}
-		s.last = s.now
+		// The span ends with this Poll, not at its first packet: a run
+		// whose packets all came in one Poll has a span too.
+		s.last = s.clk.now()
 		if s.progress != nil {
-			s.progress.last.Store(s.clk.wall(s.now))
+			s.progress.last.Store(s.clk.wall(s.last))
 			s.progress.packets.Store(s.packets)
 		}
 	}
@@ -449,7 +454,7 @@ func (s *Sink) Result() SinkResult {
 		Copybreak:   st.RxCopybreak,
 		Latency:     s.lat.Summary(),
 	}
-	if s.seen {
+	if s.seen && s.packets > 1 {
 		r.Seconds = (s.last - s.first).Seconds()
 	}
 	r.PPS, r.Mbps = rates(r.Packets, r.Bytes, r.Seconds)
