@@ -18,7 +18,7 @@
 //   - Link-layer devices (driver/afpacket, driver/afxdp) carry Ethernet
 //     frames. The generator builds Ethernet/IPv4 or IPv6/UDP frames from a
 //     header.UDPFrame template, and the sink and the echo server parse
-//     frames with header.ParseFrame and look at UDP datagrams only.
+//     frames with header.ParseFrameInto and look at UDP datagrams only.
 //
 // In both, the first StampLen bytes of the UDP payload are a Stamp: magic,
 // run, flow, sequence number and send time, from which the sink counts loss,

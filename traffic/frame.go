@@ -59,7 +59,7 @@ func (t *frameTemplate) fill(p []byte, port uint16, s Stamp) {
 // reflectUDP turns the UDP frame p, parsed as f, into its answer: Ethernet
 // addresses, IP addresses and UDP ports swapped. The IP header and UDP
 // checksums cover the swapped fields as sums, so they stay valid (or stay
-// partial). f must come from header.ParseFrame(p) with a UDP transport.
+// partial). f must come from header.ParseFrameInto(p, f) with a UDP transport.
 func reflectUDP(p []byte, f *header.Frame) {
 	var mac [6]byte
 	copy(mac[:], p[0:6])
