@@ -655,3 +655,34 @@ func TestSinkOnePollSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkForgedStamps checks that stamps whose send time is far from the
+// receipt (0, the most negative, the far future) are counted but not timed.
+func TestSinkForgedStamps(t *testing.T) {
+	a, b := pair(t, memring.Config{RingSize: 64})
+	now := time.Now().UnixNano()
+	for i, ts := range []int64{0, math.MinInt64, math.MaxInt64, now} {
+		p, err := a.Cache().Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		PutStamp(p.Put(64), Stamp{Run: 7, Seq: uint64(i), Tstamp: ts})
+		if err := a.Xmit(p, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSink(b, SinkConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Poll(); n != 4 || err != nil {
+		t.Fatalf("Poll = %d, %v: want the 4 packets", n, err)
+	}
+	r := s.Result()
+	if r.Packets != 4 || r.Lost != 0 || r.Latency.Count != 1 || r.Latency.Max > MaxLatency {
+		t.Errorf("packets %d, lost %d, latency %+v: want 4 packets, 1 timed, under %v", r.Packets, r.Lost, r.Latency, MaxLatency)
+	}
+}

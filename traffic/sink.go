@@ -158,9 +158,15 @@ type SinkResult struct {
 
 	// Latency is the one-way delay from each stamp's send time to the
 	// Poll that handed the packet over (on one host, or hosts whose
-	// clocks agree).
+	// clocks agree; a negative one counts as 0). A stamp whose send time is
+	// MaxLatency or more away from the receipt (forged, or from a clock
+	// far off) counts in Packets and in the flow's sequence, not here.
 	Latency Latency
 }
+
+// MaxLatency bounds the one-way delays a sink records: a stamp whose send
+// time is this far or further from its receipt, either way, is not timed.
+const MaxLatency = time.Minute
 
 // progress is what a sink of a group publishes after each Poll that
 // handed packets over, for RunSinks to apply the group's bounds.
@@ -340,7 +346,11 @@ func (s *Sink) count(b *skb.Buff, off, l int, now time.Duration) {
 		return
 	}
 	s.cnt.Add(st)
-	s.lat.Record(time.Duration(s.clk.wall(now) - st.Tstamp))
+	// A send time more than MaxLatency away from the receipt is a stamp
+	// the wire made up, not a delay: it is counted, not timed.
+	if d := s.clk.wall(now) - st.Tstamp; d > -int64(MaxLatency) && d < int64(MaxLatency) {
+		s.lat.Record(time.Duration(d))
+	}
 }
 
 // Run polls until the duration passes, the count is reached, the link
