@@ -171,6 +171,28 @@ func TestParseFigures(t *testing.T) {
 	}
 }
 
+// TestCFiguresMissing checks that a reference program's line without its
+// rate, or with a rate of 0, is an error rather than a 0 every ratio would
+// be taken against, and that CPU figures it lacks are left out, not 0.
+func TestCFiguresMissing(t *testing.T) {
+	for _, tc := range []struct{ send, recv string }{
+		{"SEND pkts=10 secs=1\n", "RECV dgrams=10 pps=10\n"},
+		{"SEND pkts=10 pps=10\n", "RECV dgrams=10 secs=1\n"},
+		{"SEND pkts=10 pps=0\n", "RECV dgrams=10 pps=10\n"},
+	} {
+		if s, err := cFigures(tc.send, tc.recv); !errors.Is(err, ErrNoResult) {
+			t.Errorf("cFigures(%q, %q) = %v, %v: want ErrNoResult", tc.send, tc.recv, s, err)
+		}
+	}
+	s, err := cFigures("SEND pkts=10 pps=10 cpu_user=0.1 cpu_sys=0.2\n", "RECV dgrams=10 pps=10\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s["rx cpu"]; ok || s["tx cpu"] <= 0 {
+		t.Errorf("sample %v: want tx cpu from the SEND line, no rx cpu (its line has none)", s)
+	}
+}
+
 func TestSelection(t *testing.T) {
 	tests := []struct {
 		name string

@@ -171,7 +171,9 @@ func afpacketRun(burst int, cRecv bool) func(context.Context, *env) (sample, err
 			if err != nil {
 				return nil, err
 			}
-			s[mRxPPS.Name] = rf["pps"]
+			if s[mRxPPS.Name], err = ppsOf(rf, "RECV", "afp_recv"); err != nil {
+				return nil, err
+			}
 			cpuPer(s, mRxCPU.Name, rf, "dgrams")
 			return s, nil
 		}
@@ -399,7 +401,11 @@ func cXskTxRun(k int) func(context.Context, *env) (sample, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := sample{mTxPPS.Name: f["pps"]}
+		pps, err := ppsOf(f, "SEND", "xsk_tx")
+		if err != nil {
+			return nil, err
+		}
+		s := sample{mTxPPS.Name: pps}
 		cpuPer(s, mTxCPU.Name, f, "pkts")
 		return s, nil
 	})
@@ -439,6 +445,14 @@ func cXsk(ctx context.Context, e *env, le *labEnv, threaded bool) (sample, error
 	}
 	sout, serr := runXsk(ctx, e, "xsk_tx", "-i", le.l.A.Ifname, "-D", lab.MACB.String(),
 		"-s", "64", "-k", "64", "-t", secsArg(e.dur))
+	if threaded {
+		// Off before xsk_rx ends (300 ms without a frame) and detaches
+		// its program, as in afxdpProcRun: after that the kernel refuses
+		// the write and keeps the flag.
+		if err := le.l.SetThreaded(false); err != nil {
+			return nil, fmt.Errorf("turn threaded NAPI off after the run: %w", err)
+		}
+	}
 	return recvFigures(recv, sout, serr)
 }
 

@@ -275,20 +275,43 @@ func cFigures(sendOut, recvOut string) (sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rf["pps"] == 0 {
-		return nil, fmt.Errorf("%w: the C receiver counted nothing", ErrNoResult)
+	tx, err := ppsOf(sf, "SEND", "the C sender")
+	if err != nil {
+		return nil, err
 	}
-	s := sample{"tx pps": sf["pps"], "rx pps": rf["pps"]}
+	rx, err := ppsOf(rf, "RECV", "the C receiver")
+	if err != nil {
+		return nil, err
+	}
+	s := sample{"tx pps": tx, "rx pps": rx}
 	cpuPer(s, "tx cpu", sf, "pkts")
 	cpuPer(s, "rx cpu", rf, "dgrams")
 	return s, nil
 }
 
+// ppsOf returns the pps figure of a reference program's output line word,
+// parsed as f, or an error wrapping ErrNoResult naming who when it is
+// missing or 0 (the program counted nothing): a rate of 0 would make every
+// ratio against it meaningless.
+func ppsOf(f map[string]float64, word, who string) (float64, error) {
+	v, ok := f["pps"]
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("%w: %s's %s line has no pps=", ErrNoResult, who, word)
+	case v <= 0:
+		return 0, fmt.Errorf("%w: %s counted nothing (%s pps=%v)", ErrNoResult, who, word, v)
+	}
+	return v, nil
+}
+
 // cpuPer sets s[metric] to the CPU time (cpu_user + cpu_sys, in seconds) of
-// a C program's figures f per packet counted in f[count], in nanoseconds.
+// a C program's figures f per packet counted in f[count], in nanoseconds;
+// it leaves the metric out when f lacks either CPU figure or the count.
 func cpuPer(s sample, metric string, f map[string]float64, count string) {
-	if n := f[count]; n > 0 {
-		s[metric] = (f["cpu_user"] + f["cpu_sys"]) * 1e9 / n
+	u, uok := f["cpu_user"]
+	y, yok := f["cpu_sys"]
+	if n := f[count]; n > 0 && uok && yok {
+		s[metric] = (u + y) * 1e9 / n
 	}
 }
 
