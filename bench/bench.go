@@ -232,6 +232,8 @@ type Experiment struct {
 	// Lab and Ref say whether it needs Options.Lab or Options.RefDir.
 	Lab bool `json:"lab,omitempty"`
 	Ref bool `json:"ref,omitempty"`
+	// refProgs names the reference programs a Ref experiment runs.
+	refProgs []string
 	// Default is whether it runs when Options.Only is empty.
 	Default bool     `json:"-"`
 	Metrics []Metric `json:"metrics"`
@@ -391,7 +393,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	e := &env{opts: opts, dur: opts.Duration, sender: opts.SenderCPU, receiver: opts.ReceiverCPU}
 	if opts.RefDir != "" {
-		if err := checkRefDir(opts.RefDir, opts.Lab); err != nil {
+		if err := checkRefDir(opts.RefDir, exps); err != nil {
 			return nil, err
 		}
 		e.refDir = opts.RefDir

@@ -257,6 +257,25 @@ func TestBadOptions(t *testing.T) {
 	if _, err := Run(context.Background(), Options{RefDir: t.TempDir(), Only: []string{"c-udp"}}); !errors.Is(err, ErrNoRef) {
 		t.Errorf("empty ref dir: %v, want ErrNoRef", err)
 	}
+	// Only the programs of the selected experiments are needed: a
+	// directory with pingpong alone serves c-pingpong, not c-udp.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pingpong"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{RefDir: dir, Only: []string{"c-pingpong"}}
+	exps, err := o.selection()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRefDir(dir, exps); err != nil {
+		t.Errorf("c-pingpong with pingpong at hand: %v", err)
+	}
+	o.Only = []string{"c-udp", "c-pingpong"}
+	exps, _ = o.selection()
+	if err := checkRefDir(dir, exps); !errors.Is(err, ErrNoRef) || !strings.Contains(err.Error(), "missing udp_send, udp_recv") {
+		t.Errorf("c-udp without its programs: %v, want ErrNoRef naming udp_send and udp_recv", err)
+	}
 }
 
 func fakeReport() *Report {

@@ -205,7 +205,7 @@ func catalog() []Experiment {
 			},
 		},
 		{
-			Name: "c-udp", Ref: true,
+			Name: "c-udp", Ref: true, refProgs: []string{"udp_send", "udp_recv"},
 			Title:   "skb beside the C reference on UDP loopback (udp_send -> udp_recv), 64 B",
 			Shows:   "each skb variant runs interleaved with the C program doing the same (sendto/recvfrom, sendmmsg/recvmmsg 64, UDP_SEGMENT, UDP_GRO); the ratio is skb over C. tx cpu and rx cpu are the CPU time per packet of the sending and the receiving thread (of the C program, from its getrusage).",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
@@ -233,7 +233,7 @@ func catalog() []Experiment {
 			},
 		},
 		{
-			Name: "c-pingpong", Ref: true,
+			Name: "c-pingpong", Ref: true, refProgs: []string{"pingpong"},
 			Title:   "skb beside the C reference ping-pong on UDP loopback, 64 B",
 			Shows:   "one request in flight; blocking receive on both sides, then busy-polling on both sides (-y). The ratio is skb over C: lower is better. The Go raw variant makes C's busy-poll system calls from Go without skb (x/sys/unix, RawSyscall6): the floor a Go program starts from. skb's ends run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pingpong --server and skb pingpong processes, each pinned to its CPU in a session of its own, as the C programs run.",
 			Metrics: []Metric{mP50, mP99, mMean},
@@ -302,7 +302,7 @@ func catalog() []Experiment {
 			},
 		},
 		{
-			Name: "c-afpacket", Lab: true, Ref: true,
+			Name: "c-afpacket", Lab: true, Ref: true, refProgs: []string{"afp_send", "afp_recv"},
 			Title:   "AF_PACKET transmit beside the C reference: sendmmsg 64 into a TPACKET_V3 receiver",
 			Shows:   "afp_send -m mmsg -b 64 and skb's pktgen, each into the C receiver afp_recv (so only the sender differs), and skb into skb's own sink; the ratio is over the C pair.",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
@@ -316,7 +316,7 @@ func catalog() []Experiment {
 			},
 		},
 		{
-			Name: "c-afxdp-tx", Lab: true, Ref: true,
+			Name: "c-afxdp-tx", Lab: true, Ref: true, refProgs: []string{"xsk_tx"},
 			Title:   "AF_XDP transmit only beside the C reference (xsk_tx -k 1 and -k 64)",
 			Shows:   "the same doorbell policy in C and in skb; the ratio is skb over C with the same kick.",
 			Metrics: []Metric{mTxPPS, mTxCPU},
@@ -331,7 +331,7 @@ func catalog() []Experiment {
 			},
 		},
 		{
-			Name: "c-afxdp", Lab: true, Ref: true,
+			Name: "c-afxdp", Lab: true, Ref: true, refProgs: []string{"xsk_tx", "xsk_rx"},
 			Title:   "AF_XDP -> AF_XDP beside the C reference (xsk_tx -k 64 -> xsk_rx -w usleep:50), NAPI in softirq and threaded",
 			Shows:   "the same waiting policy on both: the receiver sleeps 50 us when its ring is empty; then both again with B's NAPI threaded. Both receivers read each frame where the kernel wrote it in the UMEM (skb's with copybreak off). skb's sender and receiver run in the bench's process; with the skb tool at hand (skb bench), also as skb pktgen and skb sink processes pinned to their CPUs, each in a session of its own, as the C programs run: that is the like-for-like row of the threaded pair, where the receiver shares its CPU with the NAPI thread and the scheduler weighs it as a group of its own. In the bench's process the receiver is weighed as a share of one group with the busy sender. The ratio is skb over C.",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},

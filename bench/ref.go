@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,24 +20,20 @@ import (
 	"github.com/skbdev/skb/lab"
 )
 
-// The C reference programs Run uses, by what they need.
-var (
-	refPrograms    = []string{"udp_send", "udp_recv", "pingpong"}
-	refLabPrograms = []string{"afp_send", "afp_recv", "xsk_tx", "xsk_rx"}
-)
-
-// checkRefDir returns an error wrapping ErrNoRef unless dir holds the
-// programs the run needs, executable.
-func checkRefDir(dir string, withLab bool) error {
-	progs := refPrograms
-	if withLab {
-		progs = append(append([]string{}, progs...), refLabPrograms...)
-	}
+// checkRefDir returns an error wrapping ErrNoRef unless dir holds, as
+// executable files, the reference programs the selected experiments run
+// (each Experiment's refProgs).
+func checkRefDir(dir string, exps []Experiment) error {
 	var missing []string
-	for _, p := range progs {
-		fi, err := os.Stat(filepath.Join(dir, p))
-		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			missing = append(missing, p)
+	for _, x := range exps {
+		for _, p := range x.refProgs {
+			if slices.Contains(missing, p) {
+				continue
+			}
+			fi, err := os.Stat(filepath.Join(dir, p))
+			if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+				missing = append(missing, p)
+			}
 		}
 	}
 	if len(missing) > 0 {
