@@ -1,5 +1,14 @@
 package traffic
 
+// dupWindow is how many sequence numbers a flow remembers, in blocks of
+// 64 ending with the block of the highest seen: a repeat among them counts
+// as a duplicate. It covers a GSO super-packet (64 datagrams) sent whole
+// many times over. dupWords is its length in 64-bit words.
+const (
+	dupWindow = 1024
+	dupWords  = dupWindow / 64
+)
+
 // flowState is what a Counter knows of one flow of one generator run.
 type flowState struct {
 	run    uint32
@@ -9,6 +18,11 @@ type flowState struct {
 	unique uint64 // packets counted once: all but the duplicates
 	reord  uint64
 	dup    uint64
+	// seen is a ring of bits, one per sequence number: bit s%64 of word
+	// (s/64)%dupWords is set once s has arrived. It holds the blocks of
+	// 64 from (next-1)/64-dupWords+1 to (next-1)/64, so at least the
+	// dupWindow-63 sequence numbers below next.
+	seen [dupWords]uint64
 }
 
 // lost returns the sequence numbers from first to next-1 that never came.
@@ -20,6 +34,20 @@ func (f *flowState) lost() uint64 {
 	return span - f.unique
 }
 
+// advance makes seq, at least next, the highest sequence number seen:
+// the blocks of the ring that come into the window are cleared.
+func (f *flowState) advance(seq uint64) {
+	top, newTop := (f.next-1)/64, seq/64
+	if newTop-top >= dupWords {
+		clear(f.seen[:])
+	} else {
+		for w := top + 1; w <= newTop; w++ {
+			f.seen[w%dupWords] = 0
+		}
+	}
+	f.next = seq + 1
+}
+
 // FlowTotals sums a Counter's flows.
 type FlowTotals struct {
 	// Packets counts the stamped packets added, duplicates included.
@@ -29,12 +57,19 @@ type FlowTotals struct {
 	// of a run is not lost; one that arrives late makes up for its gap.
 	Lost uint64
 	// Reordered counts the packets that arrived after a packet of their
-	// flow with a higher sequence number: RFC 4737's reordered packets
-	// (sequence number below the next expected), duplicates excepted.
+	// flow with a higher sequence number and whose sequence number had not
+	// arrived before: RFC 4737's reordered packets (sequence number below
+	// the next expected), duplicates excepted. A packet whose sequence
+	// number is older than the flow remembers (see Duplicates) counts here
+	// even if it is a repeat.
 	Reordered uint64
-	// Duplicates counts the packets whose sequence number equals that of
-	// the packet of their flow before them (as the clones of one buffer
-	// arrive).
+	// Duplicates counts the packets whose sequence number had already
+	// arrived in their flow, right after the first copy or later (as the
+	// clones of one buffer, or of a GSO super-packet sent whole again,
+	// arrive). A flow remembers the sequence numbers in the block of 64
+	// of its highest one and the 15 blocks before it: the last 961 to
+	// 1024 up to the highest, as an IPsec anti-replay window remembers
+	// them (RFC 4303 section 3.4.3, a bitmap as in RFC 6479).
 	Duplicates uint64
 	// Flows counts the flows seen (a flow of a new run counts again).
 	Flows int
@@ -44,11 +79,14 @@ type FlowTotals struct {
 }
 
 // Counter counts stamped packets per flow, for loss, reordering and
-// duplicates. The zero value is ready. A packet whose stamp carries a run
-// other than the one its flow had starts that flow afresh, after folding
-// the old run's figures into the totals. Add allocates only when a flow
-// number above all seen so far arrives (the table grows, up to MaxFlows
-// entries). A Counter is not safe for concurrent use.
+// duplicates. The zero value is ready. Each flow remembers which of the
+// last 961 to 1024 sequence numbers up to its highest have arrived (a
+// bitmap of 128 bytes per flow), to tell a duplicate from a late packet.
+// A packet whose stamp carries a run other than the one its flow had
+// starts that flow afresh, after folding the old run's figures into the
+// totals. Add allocates only when a flow number above all seen so far
+// arrives (the table grows, up to MaxFlows entries). A Counter is not safe
+// for concurrent use.
 type Counter struct {
 	flows     []flowState
 	packets   uint64
@@ -56,7 +94,8 @@ type Counter struct {
 	folded    FlowTotals // of runs replaced in their flow
 }
 
-// Add counts the packet stamped s.
+// Add counts the packet stamped s. It does not allocate once s.Flow's
+// entry exists.
 func (c *Counter) Add(s Stamp) {
 	c.packets++
 	if s.Flow >= MaxFlows {
@@ -74,19 +113,29 @@ func (c *Counter) Add(s Stamp) {
 		c.folded.Flows++
 		f.active = false
 	}
+	w, bit := (s.Seq/64)%dupWords, uint64(1)<<(s.Seq%64)
 	switch {
 	case !f.active:
 		*f = flowState{run: s.Run, active: true, first: s.Seq, next: s.Seq + 1, unique: 1}
 	case s.Seq >= f.next:
-		f.next = s.Seq + 1
+		f.advance(s.Seq)
 		f.unique++
-	case s.Seq == f.next-1:
+	case (f.next-1)/64-s.Seq/64 >= dupWords:
+		// Older than the window: a late packet or a late repeat, which
+		// the flow no longer tells apart.
+		f.unique++
+		f.reord++
+		f.first = min(f.first, s.Seq)
+		return
+	case f.seen[w]&bit != 0:
 		f.dup++
+		return
 	default:
 		f.unique++
 		f.reord++
 		f.first = min(f.first, s.Seq)
 	}
+	f.seen[w] |= bit
 }
 
 func (c *Counter) grow(n int) {

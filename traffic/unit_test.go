@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"cmp"
 	"errors"
 	"math/rand/v2"
 	"net/netip"
@@ -42,6 +43,14 @@ func TestCounter(t *testing.T) {
 		}
 		return out
 	}
+	// seqUpTo returns flow 0's packets 0 to n-1, in order.
+	seqUpTo := func(n uint64) []pkt {
+		out := make([]pkt, n)
+		for i := range out {
+			out[i] = pkt{1, 0, uint64(i)}
+		}
+		return out
+	}
 	tests := []struct {
 		name string
 		in   []pkt
@@ -60,6 +69,26 @@ func TestCounter(t *testing.T) {
 		{"new run restarts the flow", []pkt{{1, 0, 0}, {1, 0, 2}, {2, 0, 0}, {2, 0, 1}},
 			FlowTotals{Packets: 4, Lost: 1, Flows: 2}},
 		{"untracked flow", []pkt{{1, MaxFlows, 0}, {1, 0, 0}}, FlowTotals{Packets: 2, Flows: 1, Untracked: 1}},
+		// A GSO super-packet of 4 sent whole 3 times (clones), twice.
+		{"gso clones", seq(0, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7),
+			FlowTotals{Packets: 24, Duplicates: 16, Flows: 1}},
+		{"reordered then repeated", seq(0, 0, 5, 3, 3, 5), FlowTotals{Packets: 5, Lost: 3, Reordered: 1, Duplicates: 2, Flows: 1}},
+		{"repeat of the first", seq(0, 7, 8, 9, 7), FlowTotals{Packets: 4, Duplicates: 1, Flows: 1}},
+		{"late before first, then again", seq(0, 5, 6, 4, 4), FlowTotals{Packets: 4, Reordered: 1, Duplicates: 1, Flows: 1}},
+		// The window keeps the blocks of 64 from 15 before the highest's:
+		// 0 is remembered with 1023 the highest, not with 1024.
+		{"repeat at the window's edge", append(seqUpTo(1024), seq(0, 0)...), FlowTotals{Packets: 1025, Duplicates: 1, Flows: 1}},
+		{"repeat past the window", append(seqUpTo(1025), seq(0, 0)...), FlowTotals{Packets: 1026, Reordered: 1, Flows: 1}},
+		// Seq 1024 takes the slot 0 had: the step to 1029 must have
+		// cleared it.
+		{"slot reused", append(seqUpTo(1024), seq(0, 1029, 1024)...),
+			FlowTotals{Packets: 1026, Lost: 4, Reordered: 1, Flows: 1}},
+		{"slot reused after a jump", append(seqUpTo(64), seq(0, 1029, 1024)...),
+			FlowTotals{Packets: 66, Lost: 964, Reordered: 1, Flows: 1}},
+		// 10 is past the window after the jump: late or repeated, it
+		// counts as reordered.
+		{"far jump then late", seq(0, 0, 5000, 4990, 4990, 10),
+			FlowTotals{Packets: 5, Lost: 4997, Reordered: 2, Duplicates: 1, Flows: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,6 +131,85 @@ func TestCounterShuffled(t *testing.T) {
 	got := c.Totals()
 	if got.Lost != uint64(dropped) || got.Packets != uint64(len(seqs)) || got.Reordered == 0 {
 		t.Errorf("Totals = %+v, want lost %d of %d packets, some reordered", got, dropped, len(seqs))
+	}
+}
+
+// TestCounterWindow checks the Counter against an exact reference (a set
+// of every sequence number seen) on flows with loss, local reordering and
+// repeats, all within the window: a repeat is a duplicate however late it
+// comes, a late first arrival is reordered, a gap is lost.
+func TestCounterWindow(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const flows, n = 3, 20000
+	var c Counter
+	var want FlowTotals
+	for f := range uint32(flows) {
+		// Each packet arrives at its sequence number's place, some of
+		// them up to 300 places late; some come again up to 400 places
+		// after their place (as from a link that retransmits, or
+		// clones). A packet never arrives more than 400 sequence numbers
+		// behind the highest before it, well inside the window.
+		type arrival struct{ at, seq uint64 }
+		var in []arrival
+		for i := range uint64(n) {
+			if r.IntN(30) == 0 {
+				continue // lost
+			}
+			at := i
+			if r.IntN(25) == 0 {
+				at += uint64(r.IntN(300))
+			}
+			in = append(in, arrival{at, i})
+			if r.IntN(20) == 0 {
+				in = append(in, arrival{i + 1 + uint64(r.IntN(400)), i})
+			}
+		}
+		slices.SortStableFunc(in, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
+		stream := make([]uint64, len(in))
+		for k, a := range in {
+			stream[k] = a.seq
+		}
+		seen := map[uint64]bool{}
+		var lo, hi uint64
+		for k, s := range stream {
+			c.Add(Stamp{Run: 1, Flow: f, Seq: s})
+			want.Packets++
+			switch {
+			case seen[s]:
+				want.Duplicates++
+			case k > 0 && s < hi:
+				want.Reordered++
+			}
+			if k == 0 || s < lo {
+				lo = s
+			}
+			hi = max(hi, s)
+			seen[s] = true
+		}
+		want.Lost += hi - lo + 1 - uint64(len(seen))
+		want.Flows++
+	}
+	if got := c.Totals(); got != want {
+		t.Errorf("Totals = %+v, want %+v", got, want)
+	}
+	if want.Duplicates == 0 || want.Reordered == 0 || want.Lost == 0 {
+		t.Errorf("the test made no duplicates, reordering or loss: %+v", want)
+	}
+}
+
+// TestCounterAllocs checks that counting allocates nothing once the flows
+// are known.
+func TestCounterAllocs(t *testing.T) {
+	var c Counter
+	c.Add(Stamp{Run: 1, Flow: 9})
+	var seq uint64
+	n := testing.AllocsPerRun(1000, func() {
+		seq += 37
+		c.Add(Stamp{Run: 1, Flow: uint32(seq % 10), Seq: seq})
+		c.Add(Stamp{Run: 1, Flow: uint32(seq % 10), Seq: seq - 20})
+	})
+	if n != 0 {
+		t.Errorf("Add allocates %v times", n)
 	}
 }
 
