@@ -72,7 +72,9 @@ type PktgenConfig struct {
 	// Size is the UDP payload of every packet in bytes, at least
 	// StampLen and, on a datagram device, at most MaxDatagram to an IPv4
 	// Dst or MaxDatagram6 otherwise; 0 means DefaultSize. IMIX, when not
-	// empty, replaces it with a mix of sizes.
+	// empty, replaces it with a mix of sizes: the datagrams (frames on a
+	// link-layer device) follow the weights, with GSO as without (see
+	// GSO).
 	Size int
 	IMIX []IMIXEntry
 
@@ -112,7 +114,13 @@ type PktgenConfig struct {
 	// of one size (at most 64 and 65507 bytes in all), each datagram with
 	// its own stamp, for a datagram device that segments (Segmenter with
 	// GSO on, such as *udp.Device opened with Config.GSO): one send
-	// carries them all, as UDP_SEGMENT does.
+	// carries them all, as UDP_SEGMENT does. With an IMIX the datagrams
+	// follow the mix as they do without GSO: the generator walks the same
+	// per-datagram schedule and holds each size's datagrams back until
+	// they fill a super-packet of that size (Burst of them, fewer where 64
+	// datagrams or 65507 bytes bound it), so each size's count sent lags
+	// the schedule's by less than one super-packet, and equals it whenever
+	// nothing is held back.
 	GSO bool
 
 	// Run identifies the run in the stamps; 0 picks a random one.
@@ -166,10 +174,11 @@ type PktgenResult struct {
 	FirstErr   error
 }
 
-// schedEntry is one step of the size schedule.
+// schedEntry is one step of the size schedule: one datagram or frame.
 type schedEntry struct {
 	size int
 	tmpl int // frame template index (link mode)
+	cls  int // index in gsoSize, gsoCap and gsoHeld (GSO mode)
 }
 
 // Pktgen is a packet generator over one device. It belongs to one
@@ -194,10 +203,16 @@ type Pktgen struct {
 
 	sched []schedEntry
 	si    int
-	tmpls []frameTemplate
-	dsts  []netip.AddrPort // per flow (datagram mode with Dst)
-	ports []uint16         // per flow (link mode)
-	seqs  []uint64         // next sequence number per flow
+	// With GSO, per distinct size of the schedule: the size, the most
+	// datagrams of that size in one super-packet, and how many the
+	// schedule has reached that were not sent yet.
+	gsoSize []int
+	gsoCap  []int
+	gsoHeld []int
+	tmpls   []frameTemplate
+	dsts    []netip.AddrPort // per flow (datagram mode with Dst)
+	ports   []uint16         // per flow (link mode)
+	seqs    []uint64         // next sequence number per flow
 
 	flow     int
 	flowLeft int
@@ -294,8 +309,19 @@ func (g *Pktgen) setup() error {
 	sizes := schedule(mix)
 	g.sched = make([]schedEntry, len(sizes))
 	tmplOf := map[int]int{}
+	clsOf := map[int]int{}
 	for i, size := range sizes {
 		g.sched[i].size = size
+		if g.gso {
+			c, ok := clsOf[size]
+			if !ok {
+				c = len(g.gsoCap)
+				g.gsoSize = append(g.gsoSize, size)
+				g.gsoCap = append(g.gsoCap, max(1, min(g.burstLen, gsoMaxSegs, MaxDatagram/size)))
+				clsOf[size] = c
+			}
+			g.sched[i].cls = c
+		}
 		if !g.link {
 			continue
 		}
@@ -311,6 +337,7 @@ func (g *Pktgen) setup() error {
 		}
 		g.sched[i].tmpl = t
 	}
+	g.gsoHeld = make([]int, len(g.gsoCap))
 	g.seqs = make([]uint64, g.flows)
 	switch {
 	case cfg.Dst.IsValid():
@@ -489,14 +516,22 @@ func (g *Pktgen) alloc(n int) (*skb.Buff, error) {
 
 // build makes a new buffer for flow: one datagram or frame of the next
 // scheduled size, or with GSO a super-packet of up to maxSegs datagrams of
-// that size, each stamped with its own sequence number.
+// one size (see gsoNext), each stamped with its own sequence number.
 func (g *Pktgen) build(flow, maxSegs int, ts int64) (*skb.Buff, int, error) {
+	seq := g.seqs[flow]
+	if g.gso {
+		cls, n := g.gsoNext(maxSegs)
+		b, segs, err := g.buildDatagrams(flow, g.gsoSize[cls], n, seq, ts)
+		if err != nil {
+			g.gsoHeld[cls] += n // held back again, for a later super-packet
+		}
+		return b, segs, err
+	}
 	e := &g.sched[g.si]
 	g.si++
 	if g.si == len(g.sched) {
 		g.si = 0
 	}
-	seq := g.seqs[flow]
 	if g.link {
 		t := &g.tmpls[e.tmpl]
 		b, err := g.alloc(len(t.frame))
@@ -507,11 +542,38 @@ func (g *Pktgen) build(flow, maxSegs int, ts int64) (*skb.Buff, int, error) {
 		g.seqs[flow] = seq + 1
 		return b, 1, nil
 	}
-	size := e.size
-	segs := 1
-	if g.gso {
-		segs = max(1, min(maxSegs, gsoMaxSegs, MaxDatagram/size))
+	return g.buildDatagrams(flow, e.size, 1, seq, ts)
+}
+
+// gsoNext returns the size class (index in gsoSize) and the count, 1 to
+// maxSegs, of the datagrams of the next GSO super-packet. It walks the
+// per-datagram schedule, holding each size's datagrams back, until a size
+// holds a super-packet's worth (its gsoCap, or maxSegs when fewer), and
+// takes those: the datagrams sent are the schedule's, grouped by size. It
+// takes one step of the schedule per datagram, on average.
+func (g *Pktgen) gsoNext(maxSegs int) (cls, segs int) {
+	if len(g.gsoCap) == 1 {
+		// One size: the walk would hold nothing back.
+		return 0, min(g.gsoCap[0], maxSegs)
 	}
+	for {
+		e := &g.sched[g.si]
+		g.si++
+		if g.si == len(g.sched) {
+			g.si = 0
+		}
+		g.gsoHeld[e.cls]++
+		if n := min(g.gsoCap[e.cls], maxSegs); g.gsoHeld[e.cls] >= n {
+			g.gsoHeld[e.cls] -= n
+			return e.cls, n
+		}
+	}
+}
+
+// buildDatagrams makes a buffer of segs datagrams of size bytes for flow,
+// stamped from sequence number seq on: a GSO super-packet when segs is
+// more than 1.
+func (g *Pktgen) buildDatagrams(flow, size, segs int, seq uint64, ts int64) (*skb.Buff, int, error) {
 	b, err := g.alloc(size * segs)
 	if err != nil {
 		return nil, 0, err
@@ -566,12 +628,19 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	var now time.Duration
 loop:
 	for g.remaining() > 0 {
-		now = pace.wait(&g.clk, now, int(min(uint64(g.burstLen), g.remaining())), g.duration)
+		want := int(min(uint64(g.burstLen), g.remaining()))
+		now = pace.wait(&g.clk, now, want, g.duration)
 		if now >= g.duration {
 			break
 		}
 		xe := g.xmitErrs
-		_, err := g.burst(g.clk.wall(now))
+		sent, err := g.burst(g.clk.wall(now))
+		if sent < want {
+			// A GSO super-packet of fewer datagrams than Burst (a size
+			// of which fewer fit), or a burst cut short: the rate is
+			// paid for the datagrams sent.
+			pace.tat -= time.Duration(float64(want-sent) * pace.perPacket)
+		}
 		if g.xmitErrs != xe && g.xmitErrs-xe0 >= failFast && g.dev.Stats().TxPackets == st0.TxPackets {
 			// Every send so far failed: the destination or the device
 			// refuses them, and more of the same will not help.
