@@ -49,6 +49,7 @@
 // It is not a protocol stack: it answers no ARP, builds no TCP, and does not
 // resolve addresses (the caller fills in MACs and IPs; cmd/skb reads them
 // from the kernel's tables). Loss counting assumes the flow's packets come
-// from one generator run; a duplicate is recognised only when it follows
-// the packet it repeats.
+// from one generator run; a repeat is recognised as a duplicate within the
+// last 961 to 1024 sequence numbers of its flow, and counts as reordered
+// when it comes later than that.
 package traffic
