@@ -336,6 +336,8 @@ func TestLabBadFlags(t *testing.T) {
 		{"lab", "up", "--name", ""},
 		{"lab", "up", "--queues", "0"},
 		{"lab", "up", "--queues", "-1"},
+		{"lab", "up", "--queues", "100000"},
+		{"lab", "exec", "--temp", "--queues", "4097", "a", "--", "true"},
 		{"lab", "exec", "a", "--name", "", "--", "true"},
 		{"lab", "exec", "--temp", "--name", "", "a", "--", "true"},
 		{"lab", "exec", "--temp", "--queues", "0", "a", "--", "true"},
@@ -348,6 +350,29 @@ func TestLabBadFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLabQueues checks --queues against the kernel's range: outside it,
+// one line that gives the range before anything is made, rather than the
+// kernel's bare "invalid argument" once the namespaces exist; its top, a
+// lab of 4096 queues per veth end, is made.
+func TestLabQueues(t *testing.T) {
+	for _, n := range []string{"0", "4097", "100000"} {
+		name := testLabName("skbq")
+		out, errOut, code := skb(t, "lab", "up", "--name", name, "--queues", n)
+		want := "skb: lab up: --queues " + n + ": want 1 to 4096 (the kernel's limit on a device's queues)\n"
+		if code != 1 || out != "" || errOut != want {
+			t.Errorf("--queues %s: exit %d, stdout %q, stderr %q; want 1 and %q", n, code, out, errOut, want)
+		}
+		labGone(t, name)
+	}
+	labtest.RequireRoot(t)
+	name := testLabName("skbq")
+	t.Cleanup(func() { lab.Remove(name) })
+	if _, errOut, code := skb(t, "lab", "exec", "--temp", "--name", name, "--queues", "4096", "a", "--", "true"); code != 0 {
+		t.Errorf("--queues 4096: exit %d, stderr %q", code, errOut)
+	}
+	labGone(t, name)
 }
 
 // TestLabDownAll checks that down --all removes persistent labs and keeps the
