@@ -96,6 +96,21 @@ func (l *linkInfo) source(dst netip.Addr) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("%s has no %s address: give --src", l.name, name)
 }
 
+// hasAddr reports whether a is one of the interface's addresses, of
+// either family (`ip addr show dev NAME`).
+func (l *linkInfo) hasAddr(a netip.Addr) (bool, error) {
+	addrs, err := netlink.AddrList(l.link, netlink.FAMILY_ALL)
+	if err != nil {
+		return false, fmt.Errorf("addresses of %s: %w", l.name, err)
+	}
+	for _, x := range addrs {
+		if ip, ok := netip.AddrFromSlice(x.IP); ok && ip.Unmap() == a.Unmap() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // neighbour returns the MAC of the next hop towards dst on the interface,
 // from the kernel's neighbour table (`ip neigh`): dst itself when it is on
 // the link, its gateway otherwise (only with --allow-any-dst: checkDst

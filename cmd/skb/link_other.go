@@ -24,6 +24,10 @@ func (l *linkInfo) source(dst netip.Addr) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("link-layer devices need Linux")
 }
 
+func (l *linkInfo) hasAddr(a netip.Addr) (bool, error) {
+	return false, fmt.Errorf("link-layer devices need Linux")
+}
+
 func (l *linkInfo) neighbour(dst netip.Addr) (header.MAC, error) {
 	return header.MAC{}, fmt.Errorf("link-layer devices need Linux")
 }

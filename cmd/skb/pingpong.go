@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skbdev/skb/driver/afxdp"
 	"github.com/skbdev/skb/driver/udp"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/traffic"
@@ -54,7 +55,9 @@ client sends, as pktgen does, only to loopback (127.0.0.0/8, ::1) and to
 it.
 --busy-poll spins on the device's poll instead of sleeping while waiting: no
 wake-up on the reply's path, one core kept busy. Give it on both sides to
-measure the spinning floor.
+measure the spinning floor. Without it each side sleeps until the kernel
+wakes it: over --dev afxdp in poll(2) on the socket, as over udp in the
+socket's receive, so that a round trip costs the two wake-ups and no nap.
 
 Over --dev afpacket:IFNAME a packet received waits in the TPACKET_V3 ring
 until its block fills or the block's retire timeout passes (1 ms, the
@@ -78,7 +81,7 @@ came, as the C reference server) and --count.
 	def := fmt.Sprintf("127.0.0.1:%d", defaultPingPort)
 	fs := cmd.Flags()
 	fs.BoolVar(&o.server, "server", false, "be the server: echo every packet back to its sender")
-	fs.StringVar(&o.listen, "listen", def, "server: ADDR:PORT to receive on (port 0: the kernel picks one, printed on stderr)")
+	fs.StringVar(&o.listen, "listen", def, "server: ADDR:PORT to receive on (port 0: the kernel picks one, printed on stderr); afpacket and afxdp: an address of the interface, or 0.0.0.0 or :: for any, and port 0 for every port")
 	fs.StringVar(&o.connect, "connect", def, "client: the server's ADDR:PORT")
 	fs.IntVarP(&o.size, "size", "s", traffic.DefaultSize, fmt.Sprintf("client: UDP payload bytes per packet, at least %d (the stamp)", traffic.StampLen))
 	fs.IntVarP(&o.iters, "iters", "n", traffic.DefaultIters, "client: measured round trips")
@@ -144,17 +147,31 @@ type echoResultJSON struct {
 	Listen  string  `json:"listen"`
 }
 
+// The flags only one side of pingpong takes, besides --connect and
+// --listen: the other side refuses them rather than ignore them.
+var (
+	pingClientFlags = []string{"size", "iters", "warmup", "timeout", "src", "dst-mac", "allow-any-dst"}
+	pingServerFlags = []string{"idle", "count", "from"}
+)
+
 func (o *pingpongOpts) check(cmd *cobra.Command) error {
 	changed := cmd.Flags().Changed
+	if o.server {
+		if changed("connect") {
+			return errors.New("pingpong: --server takes --listen, not --connect")
+		}
+		if given := changedFlags(cmd, pingClientFlags); len(given) > 0 {
+			return fmt.Errorf("pingpong: %s %s for the client (--connect), not the server (--server)", flagList(given, "and"), isAre(given))
+		}
+	} else {
+		if changed("listen") {
+			return errors.New("pingpong: --listen needs --server (the client takes --connect)")
+		}
+		if given := changedFlags(cmd, pingServerFlags); len(given) > 0 {
+			return fmt.Errorf("pingpong: %s %s for the server (--server), not the client", flagList(given, "and"), isAre(given))
+		}
+	}
 	switch {
-	case o.server && changed("connect"):
-		return errors.New("pingpong: --server takes --listen, not --connect")
-	case !o.server && changed("listen"):
-		return errors.New("pingpong: --listen needs --server (the client takes --connect)")
-	case o.server && (changed("size") || changed("iters") || changed("warmup") || changed("timeout")):
-		return errors.New("pingpong: --size, --iters, --warmup and --timeout are for the client")
-	case !o.server && (changed("idle") || changed("count") || changed("from")):
-		return errors.New("pingpong: --idle, --count and --from are for the server")
 	case o.iters < 1 || o.iters > traffic.MaxIters:
 		return fmt.Errorf("pingpong: --iters %d: want 1 to %d", o.iters, traffic.MaxIters)
 	case o.warmup < -1:
@@ -209,7 +226,10 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			fmt.Fprintf(os.Stderr, "pingpong: listening on %v\n", listen)
 		}
 	} else {
-		d, err := linkDev(spec, netdev.Config{}, false, o.busy)
+		if err := checkLinkListen("a pingpong server", spec, listen, cmd.Flags().Changed("listen")); err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+		d, err := linkDev(spec, netdev.Config{}, false, pingWait(o.busy))
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", err)
 		}
@@ -266,6 +286,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	case o.size < traffic.StampLen || o.size > maxPayload(dst.Addr()):
 		return fmt.Errorf("pingpong: --size %d: want %d to %d bytes (%s)", o.size, traffic.StampLen, maxPayload(dst.Addr()), payloadLimit(dst.Addr()))
 	}
+	if spec.kind == devMemring {
+		if err := checkMemringAddr(cmd, "connect"); err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+	}
 	if f.dstMAC != "" && !spec.link() {
 		return errors.New("pingpong: --dst-mac needs a link-layer device (afpacket or afxdp)")
 	}
@@ -309,7 +334,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", err)
 		}
-		d, err := linkDev(spec, netdev.Config{}, false, o.busy)
+		d, err := linkDev(spec, netdev.Config{}, false, pingWait(o.busy))
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", err)
 		}
@@ -348,6 +373,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if runErr == nil && r.Iters == 0 && sc.sig.Load() == 0 {
 		return noIters(o, r.Lost)
 	}
+	// A server that stops during the run refuses the requests after it
+	// (ECONNREFUSED on the connected udp device); one it took into its
+	// socket as it stopped goes unanswered, and the client waits --timeout
+	// for it before the next request meets the refusal.
+	refused := errors.Is(runErr, syscall.ECONNREFUSED)
 	if p.enc == nil {
 		// ibv_rc_pingpong's two lines, then the percentiles.
 		w := cmd.OutOrStdout()
@@ -355,8 +385,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		fmt.Fprintf(w, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", r.Bytes, usec/1e6, r.Mbps)
 		fmt.Fprintf(w, "%d iters in %.2f seconds = %.2f usec/iter\n", r.Iters, usec/1e6, r.UsecPerIter)
 		fmt.Fprintf(w, "p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec\n", us(r.P50), us(r.P99), us(r.P999))
-		if r.Lost > 0 {
-			fmt.Fprintf(w, "%d requests lost (no reply within %v)\n", r.Lost, o.timeout)
+		if r.Lost > 0 && !refused {
+			// After a refusal the error line counts them.
+			fmt.Fprintf(w, "%d %s lost (no reply within %v)\n", r.Lost, plural(r.Lost, "request", "requests"), o.timeout)
 		}
 	} else {
 		cu, cs := cpuTimes()
@@ -366,9 +397,14 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			Dev: spec.String(), Connect: dst.String()})
 	}
 	switch {
-	case errors.Is(runErr, syscall.ECONNREFUSED):
-		return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable) after %d measured round trips: the `skb pingpong --server` there stopped during the run (its --duration, --idle or --count?); the result above is what was measured",
-			dst, r.Iters)
+	case refused:
+		var lost string
+		if r.Lost > 0 {
+			lost = fmt.Sprintf("; %d %s before the refusal got no reply within %v (a request the server takes as it stops is never answered)",
+				r.Lost, plural(r.Lost, "request", "requests"), o.timeout)
+		}
+		return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable) after %d measured round trips: the `skb pingpong --server` there stopped during the run (its --duration, --idle or --count?)%s; the result above is what was measured",
+			dst, r.Iters, lost)
 	case runErr != nil:
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
@@ -392,8 +428,20 @@ func noIters(o *pingpongOpts, lost int) error {
 	}
 	lostNote := ""
 	if lost > 0 {
-		lostNote = fmt.Sprintf(" (%d requests got no reply within %v)", lost, o.timeout)
+		lostNote = fmt.Sprintf(" (%d %s got no reply within %v)", lost, plural(lost, "request", "requests"), o.timeout)
 	}
 	return fmt.Errorf("pingpong: no round trip measured: --duration %v ran out before the %d warm-up round trips (--warmup) and the first measured one were done%s; give a longer --duration or a smaller --warmup",
 		d, warm, lostNote)
+}
+
+// pingWait is the AF_XDP wait policy of both pingpong sides: with
+// --busy-poll a spin, without it a sleep in poll(2) until the frame comes.
+// One packet in flight leaves nothing to batch, so the kernel's wake-up
+// costs less than WaitSleep's naps, which a round trip would wait out on
+// both sides.
+func pingWait(busy bool) afxdp.WaitPolicy {
+	if busy {
+		return afxdp.WaitSpin
+	}
+	return afxdp.WaitPoll
 }

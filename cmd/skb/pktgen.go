@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skbdev/skb/driver/afxdp"
 	"github.com/skbdev/skb/driver/udp"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/traffic"
@@ -112,6 +113,8 @@ func (o *pktgenOpts) check(cmd *cobra.Command) error {
 		return fmt.Errorf("pktgen: --flows %d: want 1 to %d", o.flows, traffic.MaxFlows)
 	case o.flowLen < 1:
 		return fmt.Errorf("pktgen: --flow-len %d: want 1 or more", o.flowLen)
+	case changed("flow-len") && o.flows == 1:
+		return fmt.Errorf("pktgen: --flow-len is the packets a flow sends before the next flow's turn: give --flows 2 or more")
 	case o.duration <= 0:
 		return fmt.Errorf("pktgen: --duration %v: want a positive duration (every run is bounded)", o.duration)
 	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0):
@@ -187,13 +190,16 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: --size %d: want %d to %d bytes (%s)", o.size, traffic.StampLen, maxPayload(dst.Addr()), payloadLimit(dst.Addr()))
 	case o.gso && spec.kind != devUDP:
 		return fmt.Errorf("pktgen: --gso needs --dev udp (link-layer devices send frames as they are)")
-	case spec.kind != devUDP && spec.kind != devMemring && f.src != "" && !spec.link():
-		return fmt.Errorf("pktgen: --src needs --dev udp or a link-layer device")
-	case f.dstMAC != "" && !spec.link():
+	case f.dstMAC != "" && !spec.link() && spec.kind != devMemring:
 		return fmt.Errorf("pktgen: --dst-mac needs a link-layer device (afpacket or afxdp)")
 	case spec.link() && !cmd.Flags().Changed("dst"):
 		// The default, 127.0.0.1, is not on any link.
 		return fmt.Errorf("pktgen: --dev %v needs --dst (an address on the link)", spec)
+	}
+	if spec.kind == devMemring {
+		if err := checkMemringAddr(cmd, "dst"); err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
 	}
 	cfg := traffic.PktgenConfig{
 		Size: o.size, Flows: o.flows, FlowLen: o.flowLen, Count: o.count, Duration: o.duration,
@@ -260,7 +266,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			}
 			frame.NoChecksum = true
 		}
-		d, err := linkDev(spec, ncfg, true, false)
+		d, err := linkDev(spec, ncfg, true, afxdp.WaitSleep)
 		if err != nil {
 			return fmt.Errorf("pktgen: %w", err)
 		}

@@ -81,7 +81,7 @@ however many datagrams it held, while lost counts datagrams.
 		RunE: func(cmd *cobra.Command, args []string) error { return runSink(cmd, &f, &o) },
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.listen, "listen", fmt.Sprintf("127.0.0.1:%d", defaultPort), "ADDR:PORT to receive on (port 0: the kernel picks one, printed on stderr)")
+	fs.StringVar(&o.listen, "listen", fmt.Sprintf("127.0.0.1:%d", defaultPort), "ADDR:PORT to receive on (port 0: the kernel picks one, printed on stderr); afpacket and afxdp: an address of the interface, or 0.0.0.0 or :: for any, and port 0 for every port")
 	fs.IntVar(&o.copybreak, "copybreak", netdev.DefaultCopybreak, "copy packets shorter than N bytes into right-sized buffers (0: off)")
 	fs.BoolVar(&o.gro, "gro", false, "UDP receive coalescing (UDP_GRO; udp device): trains are split back into datagrams")
 	durationVarP(fs, &o.duration, "duration", "t", traffic.DefaultSinkDuration, "stop after this long")
@@ -190,6 +190,33 @@ func parseListen(dev, kinds, listen string) (devSpec, netip.AddrPort, error) {
 		return devSpec{}, netip.AddrPort{}, err
 	}
 	return spec, a, nil
+}
+
+// checkLinkListen refuses, for who (a sink, a pingpong server) on spec's
+// link-layer device, a --listen address that is not one of the interface's:
+// on udp the kernel refuses to bind it (bindErr), but a link-layer device
+// takes every frame on the link, so a wrong address would pass unnoticed.
+// The unspecified address (0.0.0.0, ::) means any. given says whether the
+// command line gave --listen, or the default (127.0.0.1) stands.
+func checkLinkListen(who string, spec devSpec, listen netip.AddrPort, given bool) error {
+	if listen.Addr().IsUnspecified() {
+		return nil
+	}
+	l, err := lookupLink(spec.ifname)
+	if err != nil {
+		return err
+	}
+	ok, err := l.hasAddr(listen.Addr())
+	if err != nil || ok {
+		return err
+	}
+	wild := netip.AddrPortFrom(unspecified(listen.Addr()), listen.Port())
+	if !given {
+		return fmt.Errorf("--dev %v needs --listen: the default, %v, is not an address of %s; give one of its addresses (ip addr show dev %s) or %v for any",
+			spec, listen.Addr(), spec.ifname, spec.ifname, wild)
+	}
+	return fmt.Errorf("--listen %v: %v is not an address of %s (ip addr show dev %s): %s on --dev %v can only receive on the interface's own addresses, or on %v for any",
+		listen, listen.Addr(), spec.ifname, spec.ifname, who, spec, wild)
 }
 
 // recvSize is the udp device's Config.RecvSize for the commands that
@@ -328,10 +355,17 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 		return errors.New("sink: --dev memring: a memring pair lives inside one process; use it with pktgen or pingpong")
 	case o.gro && spec.kind != devUDP:
 		return errors.New("sink: --gro needs --dev udp")
+	case cmd.Flags().Changed("rcvbuf") && spec.kind != devUDP:
+		return fmt.Errorf("sink: --rcvbuf is the udp device's socket buffer: --dev %v receives into its own ring", spec)
 	case listen.Port() == 0 && o.flows > 1:
 		return errors.New("sink: --flows needs a --listen port")
 	case int(listen.Port())+o.flows-1 > 0xffff:
 		return fmt.Errorf("sink: --listen %v with %d flows: ports past 65535", listen, o.flows)
+	}
+	if spec.link() {
+		if err := checkLinkListen("a sink", spec, listen, cmd.Flags().Changed("listen")); err != nil {
+			return fmt.Errorf("sink: %w", err)
+		}
 	}
 	if spec.kind == devAFXDP && !cmd.Flags().Changed("budget") {
 		o.budget = afxdp.PollBudget
@@ -369,7 +403,11 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			}
 		}
 	} else {
-		d, err := linkDev(spec, ncfg, false, o.spin)
+		wait := afxdp.WaitSleep
+		if o.spin {
+			wait = afxdp.WaitSpin
+		}
+		d, err := linkDev(spec, ncfg, false, wait)
 		if err != nil {
 			return fmt.Errorf("sink: %w", err)
 		}

@@ -97,6 +97,55 @@ func addSenderFlags(cmd *cobra.Command, f *devFlags) {
 	fs.BoolVar(&f.allowAny, "allow-any-dst", false, allowAnyHelp)
 }
 
+// changedFlags returns those of names that the command line gave.
+func changedFlags(cmd *cobra.Command, names []string) []string {
+	var given []string
+	for _, n := range names {
+		if cmd.Flags().Changed(n) {
+			given = append(given, n)
+		}
+	}
+	return given
+}
+
+// flagList names flags for a message: "--a", "--a and --b", "--a, --b and
+// --c", with conj ("and", "or") before the last.
+func flagList(names []string, conj string) string {
+	var list string
+	for i, n := range names {
+		switch {
+		case i == 0:
+		case i == len(names)-1:
+			list += " " + conj + " "
+		default:
+			list += ", "
+		}
+		list += "--" + n
+	}
+	return list
+}
+
+// isAre returns the verb for flagList(names, "and"): "is" for one flag,
+// "are" for more.
+func isAre(names []string) string {
+	if len(names) == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+// checkMemringAddr refuses, on --dev memring, the flags that address
+// packets (dstFlag, the destination's flag, --src, --dst-mac and
+// --allow-any-dst), which it would ignore: its other end is in the
+// process, not at an address.
+func checkMemringAddr(cmd *cobra.Command, dstFlag string) error {
+	given := changedFlags(cmd, []string{dstFlag, "src", "dst-mac", "allow-any-dst"})
+	if len(given) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--dev memring takes no %s: its other end is in this process, not at an address", flagList(given, "or"))
+}
+
 // devSpec is a parsed --dev.
 type devSpec struct {
 	kind   string
@@ -457,11 +506,14 @@ func drain(ctx context.Context, peer netdev.Device) {
 	}
 }
 
-// linkDev opens an AF_PACKET or AF_XDP device on spec's interface. It
-// looks the interface up first (lookupLink), so that a missing one, or one
-// without an Ethernet address, is named as such rather than by the
-// driver's error.
-func linkDev(spec devSpec, cfg netdev.Config, txOnly, spin bool) (netdev.Device, error) {
+// linkDev opens an AF_PACKET or AF_XDP device on spec's interface; wait is
+// the AF_XDP device's wait policy (afxdp.Config.Wait), unused on AF_PACKET:
+// afxdp.WaitSleep for a receiver that takes traffic in bulk (a sink),
+// afxdp.WaitPoll for one packet in flight (pingpong), afxdp.WaitSpin for
+// busy polling. It looks the interface up first (lookupLink), so that a
+// missing one, or one without an Ethernet address, is named as such rather
+// than by the driver's error.
+func linkDev(spec devSpec, cfg netdev.Config, txOnly bool, wait afxdp.WaitPolicy) (netdev.Device, error) {
 	if !spec.link() {
 		return nil, fmt.Errorf("--dev %v is not a link-layer device", spec)
 	}
@@ -478,11 +530,7 @@ func linkDev(spec devSpec, cfg netdev.Config, txOnly, spin bool) (netdev.Device,
 	if err := checkQueue(spec, l, txOnly); err != nil {
 		return nil, err
 	}
-	w := afxdp.WaitSleep
-	if spin {
-		w = afxdp.WaitSpin
-	}
-	return afxdp.Open(spec.ifname, spec.queue, afxdp.Config{Config: cfg, TxOnly: txOnly, Wait: w})
+	return afxdp.Open(spec.ifname, spec.queue, afxdp.Config{Config: cfg, TxOnly: txOnly, Wait: wait})
 }
 
 // checkQueue refuses an afxdp queue the interface does not have, which the

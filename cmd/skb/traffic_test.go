@@ -291,6 +291,21 @@ func TestPingPongServerLeaves(t *testing.T) {
 		!strings.Contains(errOut, "stopped during the run") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr: %q\nwant exit 1, the result, and one line starting %q", code, out, errOut, want)
 	}
+	// A request the server took as it stopped got no reply: the error
+	// line counts it, no line of the result calls it lost.
+	if strings.Contains(out, " lost") {
+		t.Errorf("stdout counts lost requests apart from the refusal:\n%s", out)
+	}
+	srv = startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", addr, "-t", "10s", "--count", "20"))
+	time.Sleep(200 * time.Millisecond)
+	out, errOut, code = skb(t, "pingpong", "--connect", addr, "-n", "100000", "--warmup", "-1", "--timeout", "200ms", "-t", "10s", "--json")
+	srv.wait(t)
+	_, r := ndjson(t, out)
+	lost := fmt.Sprintf("; %d %s before the refusal got no reply within 200ms (a request the server takes as it stops is never answered);",
+		num(r, "lost"), map[bool]string{true: "request", false: "requests"}[num(r, "lost") == 1])
+	if code != 1 || num(r, "iters") != 20 || !strings.HasPrefix(errOut, want) || strings.Contains(errOut, lost) != (num(r, "lost") > 0) {
+		t.Errorf("--json: exit %d, result %v, stderr %q; want the lost requests counted in the error, %q", code, r, errOut, lost)
+	}
 }
 
 // TestPingPongFrom runs a server bound to the wildcard address with
@@ -490,7 +505,25 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--dst", "127.0.0.1:0"}, `--dst "127.0.0.1:0": port "0" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--connect", "127.0.0.1:65536"}, `port "65536" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--server", "--from", "127.0.0.1"}, "skb: pingpong: --from \"127.0.0.1\": want a prefix such as 127.0.0.0/8\n"},
-		{[]string{"pingpong", "--from", "127.0.0.0/8"}, "skb: pingpong: --idle, --count and --from are for the server\n"},
+		{[]string{"pingpong", "--from", "127.0.0.0/8"}, "skb: pingpong: --from is for the server (--server), not the client\n"},
+		{[]string{"pingpong", "--idle", "1s", "--count", "5"}, "skb: pingpong: --idle and --count are for the server (--server), not the client\n"},
+		// The client's flags on the server, each named.
+		{[]string{"pingpong", "--server", "--listen", "127.0.0.1:47170", "--src", "9.9.9.9:5", "-t", "0.3"},
+			"skb: pingpong: --src is for the client (--connect), not the server (--server)\n"},
+		{[]string{"pingpong", "--server", "--dst-mac", "00:11:22:33:44:55"}, "skb: pingpong: --dst-mac is for the client (--connect), not the server (--server)\n"},
+		{[]string{"pingpong", "--server", "--allow-any-dst"}, "skb: pingpong: --allow-any-dst is for the client"},
+		{[]string{"pingpong", "--server", "--timeout", "1s", "-s", "100", "--allow-any-dst"},
+			"skb: pingpong: --size, --timeout and --allow-any-dst are for the client (--connect), not the server (--server)\n"},
+		{[]string{"pingpong", "--server", "-n", "5", "--warmup", "1"}, "skb: pingpong: --iters and --warmup are for the client"},
+		// What memring, whose other end is in the process, would ignore.
+		{[]string{"pingpong", "--dev", "memring", "--connect", "127.0.0.1:9"},
+			"skb: pingpong: --dev memring takes no --connect: its other end is in this process, not at an address\n"},
+		{[]string{"pingpong", "--dev", "memring", "--src", "127.0.0.1", "--allow-any-dst"}, "skb: pingpong: --dev memring takes no --src or --allow-any-dst:"},
+		{[]string{"pingpong", "--dev", "memring", "--dst-mac", "02:00:00:00:00:01"}, "skb: pingpong: --dev memring takes no --dst-mac:"},
+		{[]string{"pktgen", "--dev", "memring", "--src", "127.0.0.1"}, "skb: pktgen: --dev memring takes no --src: its other end is in this process, not at an address\n"},
+		{[]string{"pktgen", "--dev", "memring", "--dst", "127.0.0.1:9", "--dst-mac", "02:00:00:00:00:01"}, "skb: pktgen: --dev memring takes no --dst or --dst-mac:"},
+		{[]string{"pktgen", "--flow-len", "4"}, "skb: pktgen: --flow-len is the packets a flow sends before the next flow's turn: give --flows 2 or more\n"},
+		{[]string{"sink", "--dev", "afpacket:lo", "--rcvbuf", "1000"}, "skb: sink: --rcvbuf is the udp device's socket buffer: --dev afpacket:lo receives into its own ring\n"},
 		{[]string{"pingpong", "--server", "--from", ""}, "skb: pingpong: --from \"\": want a prefix such as 127.0.0.0/8\n"},
 		{[]string{"pingpong", "--server", "--listen", "[::1]:0", "--from", "127.0.0.0/8"}, "skb: pingpong: --from 127.0.0.0/8 never matches a source on --listen [::1]:0\n"},
 		{[]string{"pingpong", "--server", "--listen", "127.0.0.1:0", "--from", "::1/128"}, "skb: pingpong: --from ::1/128 never matches a source on --listen 127.0.0.1:0\n"},
@@ -545,7 +578,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--iters", "0"}, "skb: pingpong: --iters 0: want 1 to"},
 		{[]string{"pktgen", "-s", "10"}, "skb: pktgen: --size 10: want 28 to 65507 bytes"},
 		{[]string{"pingpong", "--timeout", "0s"}, "--timeout"},
-		{[]string{"pingpong", "--count", "5"}, "--count and --from are for the server"},
+		{[]string{"pingpong", "--count", "5"}, "skb: pingpong: --count is for the server (--server), not the client\n"},
 		{[]string{"pingpong", "--connect", "127.0.0.1:0"}, `skb: pingpong: --connect "127.0.0.1:0": port "0" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--connect", "224.0.0.1:9100"}, "skb: pingpong: --connect 224.0.0.1:9100: want a unicast address\n"},
 		{[]string{"pingpong", "--connect", "8.8.8.8:9100"}, "--allow-any-dst"},
@@ -680,6 +713,47 @@ func TestLinkLayerCLI(t *testing.T) {
 			t.Errorf("client %v\nserver %v", r, sr)
 		}
 	})
+	t.Run("pingpong afxdp to afxdp server", func(t *testing.T) {
+		// Both sides wait in poll(2) without --busy-poll (pingWait).
+		srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--json", "--dev", "afxdp:"+l.B.Ifname, "--listen", "198.18.0.2:9100",
+			"-t", "20s", "--count", "220"))
+		time.Sleep(500 * time.Millisecond)
+		_, r := ndjson(t, run(&l.A, "pingpong", "--dev", "afxdp:"+l.A.Ifname, "--connect", "198.18.0.2:9100", "--src", "198.18.0.1:4323",
+			"-n", "200", "--timeout", "5s", "-t", "20s", "--json"))
+		_, sr := ndjson(t, srv.wait(t))
+		if num(r, "iters") != 200 || num(sr, "echoed") != 220 {
+			t.Errorf("client %v\nserver %v", r, sr)
+		}
+	})
+	t.Run("link-layer server answers only its address", func(t *testing.T) {
+		// Requests to 198.18.0.3, framed to B's MAC, reach B's interface:
+		// a server on --listen 198.18.0.2 leaves them unanswered, counted
+		// as other frames, and the client gets no reply.
+		srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9100",
+			"-t", "1.5s"))
+		time.Sleep(500 * time.Millisecond)
+		c := l.A.Cmd(bin, "pingpong", "--dev", devA, "--connect", "198.18.0.3:9100", "--dst-mac", lab.MACB.String(),
+			"--src", "198.18.0.1:4324", "-n", "5", "--warmup", "-1", "--timeout", "300ms", "-t", "5s")
+		var e bytes.Buffer
+		c.Stderr = &e
+		if err := c.Run(); err == nil || !strings.Contains(e.String(), "no reply from 198.18.0.3:9100") {
+			t.Errorf("client: %v, %q; want no reply", err, e.String())
+		}
+		_, sr := ndjson(t, srv.wait(t))
+		if num(sr, "echoed") != 0 || num(sr, "other") == 0 {
+			t.Errorf("server %v: want nothing echoed, the request counted as other", sr)
+		}
+	})
+	t.Run("link-layer sink on any address", func(t *testing.T) {
+		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "0.0.0.0:9000",
+			"-n", "100", "-t", "10s"))
+		time.Sleep(300 * time.Millisecond)
+		run(&l.A, "pktgen", "--dst", "198.18.0.2:9000", "-n", "100", "-r", "20000", "--json")
+		_, sr := ndjson(t, sink.wait(t))
+		if num(sr, "packets") != 100 || sr["listen"] != "0.0.0.0:9000" {
+			t.Errorf("sink %v", sr)
+		}
+	})
 	for _, kind := range []string{"afpacket", "afxdp"} {
 		// A UDP client against a link-layer server: the kernel in A checks
 		// each answer's checksums (a veth hands over frames whose UDP
@@ -736,7 +810,19 @@ func TestLinkLayerCLI(t *testing.T) {
 			{[]string{"pingpong", "--dev", devX, "--connect", "198.18.0.2:9100", "-s", "2000"}, "skb: pingpong: --size 2000: packet too big for the device"},
 			// A veth allocates a queue per CPU and uses one.
 			{[]string{"pktgen", "--dev", devX + ":1", "-n", "1"}, fmt.Sprintf("skb: pktgen: --dev %s:1: %s has 1 transmit queue: give a queue from 0 to 0", devX, l.A.Ifname)},
-			{[]string{"sink", "--dev", devX + ":1"}, fmt.Sprintf("skb: sink: --dev %s:1: %s has 1 queue: give a queue from 0 to 0", devX, l.A.Ifname)},
+			{[]string{"sink", "--dev", devX + ":1", "--listen", "198.18.0.1:9000"}, fmt.Sprintf("skb: sink: --dev %s:1: %s has 1 queue: give a queue from 0 to 0", devX, l.A.Ifname)},
+			// A link-layer receiver takes every frame on the link: an
+			// address that is not the interface's would pass unnoticed.
+			// Side A's veth has 198.18.0.1, not B's address; without
+			// --listen the default, 127.0.0.1, is on no veth.
+			{[]string{"sink", "--dev", devA, "--listen", "198.18.0.2:9000"}, "skb: sink: --listen 198.18.0.2:9000: 198.18.0.2 is not an address of " + l.A.Ifname +
+				" (ip addr show dev " + l.A.Ifname + "): a sink on --dev " + devA + " can only receive on the interface's own addresses, or on 0.0.0.0:9000 for any\n"},
+			{[]string{"sink", "--dev", devX, "--listen", "[2001:2::9]:9000"}, "skb: sink: --listen [2001:2::9]:9000: 2001:2::9 is not an address of " + l.A.Ifname +
+				" (ip addr show dev " + l.A.Ifname + "): a sink on --dev " + devX + ":0 can only receive on the interface's own addresses, or on [::]:9000 for any\n"},
+			{[]string{"sink", "--dev", devA}, "skb: sink: --dev " + devA + " needs --listen: the default, 127.0.0.1, is not an address of " + l.A.Ifname +
+				"; give one of its addresses (ip addr show dev " + l.A.Ifname + ") or 0.0.0.0:9000 for any\n"},
+			{[]string{"pingpong", "--server", "--dev", devX, "--listen", "198.18.0.77:9100"}, "skb: pingpong: --listen 198.18.0.77:9100: 198.18.0.77 is not an address of " + l.A.Ifname},
+			{[]string{"pingpong", "--server", "--dev", devA}, "skb: pingpong: --dev " + devA + " needs --listen: the default, 127.0.0.1, is not an address of " + l.A.Ifname},
 			{[]string{"pktgen", "--no-udp-csum", "-n", "1"}, "skb: pktgen: --no-udp-csum is for the link-layer devices (afpacket, afxdp), which write the UDP header themselves, not --dev udp\n"},
 		} {
 			if tc.args[0] == "pktgen" {
@@ -900,7 +986,7 @@ func TestHelpDocuments(t *testing.T) {
 	}{
 		{"pktgen", []string{"1 to 65536 (a sink listens on at most 1024)", "counts loss only on the ports it listens on", "icmp_unreachable", "exits with status 130 or 143", "--allow-any-dst"}},
 		{"sink", []string{"1 to 1024", "packets to other ports are never seen", "exits with status 130 or 143", "longer --idle"}},
-		{"pingpong", []string{"exits with status 130 or 143", "--allow-any-dst",
+		{"pingpong", []string{"exits with status 130 or 143", "--allow-any-dst", "over --dev afxdp in poll(2)",
 			"AF_PACKET's ring adds up to a millisecond per receive", "Use udp or afxdp to measure latency",
 			"afpacket's receive ring adds up to 1 ms per receive: measure latency over udp or afxdp"}},
 		{"bench", []string{"exits with status 130 or 143", "(made if missing)"}},
