@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -328,35 +327,6 @@ func TestWriteTable(t *testing.T) {
 		if !strings.HasPrefix(buf.String(), tc.want) {
 			t.Errorf("%d runs: first line %q", tc.runs, strings.SplitN(buf.String(), "\n", 2)[0])
 		}
-	}
-}
-
-func TestWriteJSON(t *testing.T) {
-	var buf bytes.Buffer
-	if err := WriteJSON(&buf, fakeReport()); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 6 {
-		t.Fatalf("%d lines, want 6:\n%s", len(lines), buf.String())
-	}
-	for i, l := range lines {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("line %d: %v: %s", i, err, l)
-		}
-		for _, k := range []string{"experiment", "variant", "metric", "value", "unit", "ratio", "runs", "min", "max", "stddev", "samples", "better"} {
-			if _, ok := m[k]; !ok {
-				t.Errorf("line %d lacks %q: %s", i, k, l)
-			}
-		}
-	}
-	var r Row
-	if err := json.Unmarshal([]byte(lines[2]), &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.Variant != "b" || r.Ratio == nil || *r.Ratio != 2 || r.Met == nil || !*r.Met || r.Target != ">=1.50x" {
-		t.Errorf("row b: %+v", r)
 	}
 }
 

@@ -186,20 +186,70 @@ func oneLine(s string) string {
 	return s
 }
 
-// WriteJSON writes rep's rows as NDJSON: one JSON object per line, with the
-// fields of Row (experiment, variant, metric, value, unit, ratio, ...).
-func WriteJSON(w io.Writer, rep *Report) error {
-	return WriteJSONRows(w, rep.Rows)
+// JSONRow is a Row as an NDJSON line of skb bench --json: the Row's fields
+// with "type":"row" first, as the other commands' lines carry a type.
+type JSONRow struct {
+	Type string `json:"type"` // "row"
+	Row
 }
 
-// WriteJSONRows writes rows as WriteJSON does, for a caller streaming them
-// from Options.OnRows.
+// JSONResult is the last line of bench's NDJSON, after the rows, as the
+// other commands end theirs with an object of "type":"result".
+type JSONResult struct {
+	Type string `json:"type"` // "result"
+	// Rows is the number of rows written before it, Failed how many of
+	// them carry an error.
+	Rows   int `json:"rows"`
+	Failed int `json:"failed"`
+	// Seconds is how long the run took, in seconds (Report.Elapsed).
+	Seconds float64 `json:"seconds"`
+	// OthersPercent is Machine.Others, the share of all CPU time other
+	// programs used during the run, in percent; absent when unknown.
+	OthersPercent *int `json:"others_percent,omitempty"`
+	// Stopped says the run was stopped before every experiment ran (its
+	// context was cancelled); Signal names the signal that stopped it
+	// ("SIGINT"), when one did.
+	Stopped bool   `json:"stopped"`
+	Signal  string `json:"signal,omitempty"`
+}
+
+// NewJSONResult returns the JSONResult of rep, for a run that was not
+// stopped: the caller sets Stopped and Signal for one that was.
+func NewJSONResult(rep *Report) JSONResult {
+	res := JSONResult{Type: "result", Rows: len(rep.Rows), Failed: len(rep.Failed()), Seconds: rep.Elapsed.Seconds()}
+	if rep.Machine.Others >= 0 {
+		others := rep.Machine.Others
+		res.OthersPercent = &others
+	}
+	return res
+}
+
+// WriteJSON writes rep as NDJSON, one JSON object per line: each row as a
+// JSONRow ("type":"row" and the fields of Row: experiment, variant,
+// metric, value, unit, ratio, ...), then the JSONResult of a run that was
+// not stopped ("type":"result").
+func WriteJSON(w io.Writer, rep *Report) error {
+	if err := WriteJSONRows(w, rep.Rows); err != nil {
+		return err
+	}
+	return WriteJSONResult(w, NewJSONResult(rep))
+}
+
+// WriteJSONRows writes rows as WriteJSON does, without the result, for a
+// caller streaming them from Options.OnRows; WriteJSONResult ends the
+// stream.
 func WriteJSONRows(w io.Writer, rows []Row) error {
 	enc := json.NewEncoder(w)
 	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
+		if err := enc.Encode(JSONRow{Type: "row", Row: r}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// WriteJSONResult writes res as one JSON line, with Type set to "result".
+func WriteJSONResult(w io.Writer, res JSONResult) error {
+	res.Type = "result"
+	return json.NewEncoder(w).Encode(res)
 }

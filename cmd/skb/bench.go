@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -50,8 +51,9 @@ DIR beside skb on the same paths. bench sends only to loopback and inside the
 lab it makes.
 
 SIGINT (Ctrl-C) or SIGTERM stops the experiments: bench prints the rows (and
-charts) measured so far, then exits with status 130 or 143 (128 + the signal,
-as a shell reports a command a signal ended).`,
+charts) measured so far (with --json, then a result object with "stopped":
+true and the signal), then exits with status 130 or 143 (128 + the signal, as
+a shell reports a command a signal ended).`,
 		Example: `  skb bench
   skb bench --only burst,copybreak --runs 5 --duration 2s
   skb bench --json > bench.ndjson
@@ -65,7 +67,7 @@ as a shell reports a command a signal ended).`,
 	fs.StringSliceVar(&o.only, "only", nil, "run only these experiments, comma-separated (see --list)")
 	fs.BoolVar(&o.lab, "lab", false, "add the AF_PACKET and AF_XDP experiments in a lab of two namespaces (needs root)")
 	fs.StringVar(&o.ref, "ref", "", "directory holding the C reference programs (udp_send, udp_recv, pingpong; with --lab afp_send, afp_recv, xsk_tx, xsk_rx): run them beside skb")
-	fs.BoolVar(&o.asJSON, "json", false, "print NDJSON, one object per row (experiment, variant, metric, value, unit, ratio, ...)")
+	fs.BoolVar(&o.asJSON, "json", false, "print NDJSON: an object per row (\"type\":\"row\", experiment, variant, metric, value, unit, ratio, ...) as each experiment ends, then one with \"type\":\"result\" (rows, failed, seconds, others_percent, stopped, signal)")
 	fs.StringVar(&o.plot, "plot", "", "write a PNG bar chart per experiment into this directory (made if missing)")
 	fs.StringVar(&o.cpus, "cpus", "0,1", "CPUs of the sender and the receiver, SENDER,RECEIVER (-1: unpinned)")
 	fs.BoolVar(&o.list, "list", false, "list the experiments and exit")
@@ -162,6 +164,14 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 		return err
 	}
 	if o.asJSON {
+		res := bench.NewJSONResult(rep)
+		res.Stopped = errors.Is(err, context.Canceled)
+		if n := sc.sig.Load(); n != 0 {
+			res.Signal = signalName(syscall.Signal(n))
+		}
+		if werr == nil {
+			werr = bench.WriteJSONResult(out, res)
+		}
 		if werr != nil {
 			return werr
 		}

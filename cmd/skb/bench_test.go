@@ -104,14 +104,26 @@ func TestBenchTableJSONPlot(t *testing.T) {
 		t.Errorf("--quiet printed %q", errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	// doorbell: 2 variants x 2 metrics; headroom-mem: 2 x 3.
-	if len(lines) != 10 {
-		t.Fatalf("%d NDJSON lines, want 10:\n%s", len(lines), out)
+	// doorbell: 2 variants x 2 metrics; headroom-mem: 2 x 3; then the
+	// result.
+	if len(lines) != 11 {
+		t.Fatalf("%d NDJSON lines, want 10 rows and the result:\n%s", len(lines), out)
 	}
-	for _, l := range lines {
+	var res map[string]any
+	if err := json.Unmarshal([]byte(lines[10]), &res); err != nil {
+		t.Fatalf("%v: %s", err, lines[10])
+	}
+	if res["type"] != "result" || res["rows"] != 10.0 || res["failed"] != 0.0 || res["stopped"] != false || res["signal"] != nil ||
+		res["seconds"].(float64) <= 0 {
+		t.Errorf("result %v", res)
+	}
+	for _, l := range lines[:10] {
 		var row map[string]any
 		if err := json.Unmarshal([]byte(l), &row); err != nil {
 			t.Fatalf("%v: %s", err, l)
+		}
+		if row["type"] != "row" {
+			t.Errorf("row type %v, want \"row\": %s", row["type"], l)
 		}
 		for _, k := range []string{"experiment", "variant", "metric", "value", "unit", "ratio", "runs", "min", "max", "stddev"} {
 			if _, ok := row[k]; !ok {

@@ -964,6 +964,7 @@ func TestInterrupt(t *testing.T) {
 		{syscall.SIGINT, false, []string{"pingpong", "--server", "--listen", addr, "-t", "30s"}, "echoed 0 packets"},
 		{syscall.SIGINT, false, []string{"pingpong", "--dev", "memring", "-n", "10000000", "-t", "30s"}, " iters in "},
 		{syscall.SIGINT, true, []string{"bench", "--only", "doorbell", "--runs", "50", "--duration", "1s"}, "EXPERIMENT"},
+		{syscall.SIGTERM, true, []string{"bench", "--json", "--only", "doorbell", "--runs", "50", "--duration", "1s"}, `"stopped":true,"signal":"SIGTERM"}` + "\n"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -989,7 +990,7 @@ func TestHelpDocuments(t *testing.T) {
 		{"pingpong", []string{"exits with status 130 or 143", "--allow-any-dst", "over --dev afxdp in poll(2)",
 			"AF_PACKET's ring adds up to a millisecond per receive", "Use udp or afxdp to measure latency",
 			"afpacket's receive ring adds up to 1 ms per receive: measure latency over udp or afxdp"}},
-		{"bench", []string{"exits with status 130 or 143", "(made if missing)"}},
+		{"bench", []string{"exits with status 130 or 143", "(made if missing)", `then one with "type":"result"`, `"type":"row"`, `"stopped": true`}},
 		{"lab down", []string{"--all removes every lab recorded on this machine (in /run/skb/lab",
 			"whoever made it", "including those other users or sessions made and may still be using",
 			"remove every lab made by skb lab up on this machine, by any user or session"}},
