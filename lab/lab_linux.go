@@ -19,6 +19,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// checkOptions is Options.check; tests replace it to reach the kernel with
+// options it refuses.
+var checkOptions = (*Options).check
+
 // New builds a lab: it records it in RecordDir, makes the namespaces
 // Name+"A" and Name+"B" (as `ip netns add` does), creates the veth pair
 // Name+"A0" <-> Name+"B0" with its ends directly inside them, sets MTU, offloads
@@ -42,7 +46,7 @@ import (
 // (or Release it, to leave it in place); a lab of a process that exits without
 // either is removed by the next Cleanup unless opts.Persist is set.
 func New(opts Options) (*Lab, error) {
-	if err := opts.check(); err != nil {
+	if err := checkOptions(&opts); err != nil {
 		return nil, err
 	}
 	if err := privileges(); err != nil {

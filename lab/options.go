@@ -112,7 +112,7 @@ type Options struct {
 
 	// Queues is the number of receive and transmit queues of each veth end
 	// (numrxqueues and numtxqueues at creation, as `ip link add ... numrxqueues N`);
-	// 0 means 1.
+	// 0 means 1, at most MaxQueues.
 	Queues int `json:"queues,omitempty"`
 
 	// IPv6 keeps IPv6 on the veth ends and adds 2001:2::1/64 (A) and 2001:2::2/64
@@ -173,11 +173,16 @@ const (
 	vethMaxMTU = 65535
 )
 
+// MaxQueues is the most receive or transmit queues the kernel gives a
+// device created over netlink: rtnl_create_link (net/core/rtnetlink.c)
+// refuses more with EINVAL ("Invalid number of transmit queues").
+const MaxQueues = 4096
+
 // check returns an error wrapping ErrInvalid for options no lab can have,
-// among them an MTU outside veth's range, which the kernel would refuse
-// only once the namespaces and the veth pair exist, and IPv6's minimum MTU,
-// which it reports only when the addresses are added, as a bare EINVAL. It
-// leaves the queue counts to the kernel.
+// among them an MTU outside veth's range or queue counts over MaxQueues,
+// which the kernel would refuse only once the namespaces exist, and IPv6's
+// minimum MTU, which it reports only when the addresses are added, as a
+// bare EINVAL.
 func (o *Options) check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("lab: new: %w: %s", ErrInvalid, fmt.Sprintf(format, args...))
@@ -191,8 +196,8 @@ func (o *Options) check() error {
 		return bad("mtu %d: veth takes %d to %d", o.MTU, vethMinMTU, vethMaxMTU)
 	case o.IPv6 && o.MTU > 0 && o.MTU < ipv6MinMTU:
 		return bad("mtu %d with IPv6: IPv6 needs at least %d (RFC 8200 section 5)", o.MTU, ipv6MinMTU)
-	case o.Queues < 0:
-		return bad("queues %d is negative", o.Queues)
+	case o.Queues < 0 || o.Queues > MaxQueues:
+		return bad("queues %d: want 1 to %d (0 means 1)", o.Queues, MaxQueues)
 	case o.GRO > Off || o.TSO > Off || o.TxChecksum > Off:
 		return bad("toggle out of range (gro %v, tso %v, txcsum %v)", o.GRO, o.TSO, o.TxChecksum)
 	case o.Threaded && o.GRO == Off:

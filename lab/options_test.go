@@ -66,6 +66,8 @@ func TestOptionsCheck(t *testing.T) {
 		{"mtu 65535", Options{MTU: 65535}, true},
 		{"mtu 65536", Options{MTU: 65536}, false},
 		{"queues negative", Options{Queues: -2}, false},
+		{"queues max", Options{Queues: MaxQueues}, true},
+		{"queues over max", Options{Queues: MaxQueues + 1}, false},
 		{"toggle range", Options{TSO: 3}, false},
 		{"threaded gro off", Options{Threaded: true, GRO: Off}, false},
 		{"threaded gro default", Options{Threaded: true}, true},

@@ -64,21 +64,16 @@ func (f labToggleFlag) Type() string { return "on|off" }
 // labOptionFlags are the flags that shape a new lab, for up and exec --temp.
 var labOptionFlags = []string{"mtu", "gro", "tso", "txcsum", "threaded", "queues", "ipv6"}
 
-// labMaxQueues is the most receive or transmit queues the kernel gives a
-// device it creates over netlink: rtnl_create_link (net/core/rtnetlink.c)
-// refuses more with EINVAL ("Invalid number of transmit queues").
-const labMaxQueues = 4096
-
 // checkLabFlags refuses what the lab flags of up and exec --temp cannot
 // mean: an empty --name, which would get a generated name, and --queues
-// outside 1 to labMaxQueues, which the kernel would refuse with a bare
+// outside 1 to lab.MaxQueues, which the kernel would refuse with a bare
 // "invalid argument" once the namespaces exist.
 func checkLabFlags(cmd *cobra.Command, o *lab.Options) error {
 	if cmd.Flags().Changed("name") && o.Name == "" {
 		return fmt.Errorf("--name \"\": want 1 to %d characters from [A-Za-z0-9_-]", lab.MaxNameLen)
 	}
-	if cmd.Flags().Changed("queues") && (o.Queues < 1 || o.Queues > labMaxQueues) {
-		return fmt.Errorf("--queues %d: want 1 to %d (the kernel's limit on a device's queues)", o.Queues, labMaxQueues)
+	if cmd.Flags().Changed("queues") && (o.Queues < 1 || o.Queues > lab.MaxQueues) {
+		return fmt.Errorf("--queues %d: want 1 to %d (the kernel's limit on a device's queues)", o.Queues, lab.MaxQueues)
 	}
 	return nil
 }
@@ -90,7 +85,7 @@ func addLabOptionFlags(cmd *cobra.Command, o *lab.Options) {
 	fs.Var(labToggleFlag{&o.TSO}, "tso", "TCP segmentation offload on both veth ends (needs ethtool)")
 	fs.Var(labToggleFlag{&o.TxChecksum}, "txcsum", "transmit checksumming on both veth ends (needs ethtool)")
 	fs.BoolVar(&o.Threaded, "threaded", false, "threaded NAPI on side B's veth; turns GRO on there unless --gro off")
-	fs.IntVar(&o.Queues, "queues", 0, fmt.Sprintf("receive and transmit queues of each veth end, 1 to %d (default 1)", labMaxQueues))
+	fs.IntVar(&o.Queues, "queues", 0, fmt.Sprintf("receive and transmit queues of each veth end, 1 to %d (default 1)", lab.MaxQueues))
 	fs.BoolVar(&o.IPv6, "ipv6", false, "keep IPv6 and add 2001:2::1/64 and 2001:2::2/64")
 }
 
