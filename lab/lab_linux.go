@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,6 +96,50 @@ func Remove(name string) error {
 		return fmt.Errorf("lab: remove %s: %w", name, err)
 	}
 	return teardown(rec, madeAll)
+}
+
+// Procs returns the IDs of the processes running inside the recorded lab
+// called name: those whose network namespace is one of its two, matched by
+// device and inode number (/run/netns/NS against /proc/PID/ns/net, see
+// proc(5) and ip-netns(8)), in increasing order. Processes that exit or
+// cannot be inspected while it looks are skipped. It returns an error
+// wrapping ErrNotFound when no such lab is recorded.
+func Procs(name string) ([]int, error) {
+	rec, err := readRecord(name)
+	if err != nil {
+		return nil, fmt.Errorf("lab: procs %s: %w", name, err)
+	}
+	type id struct{ dev, ino uint64 }
+	var nss []id
+	for _, ns := range []string{rec.NSA, rec.NSB} {
+		var st unix.Stat_t
+		if unix.Stat(nsPath(ns), &st) == nil {
+			nss = append(nss, id{st.Dev, st.Ino})
+		}
+	}
+	if len(nss) == 0 {
+		return nil, nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("lab: procs %s: %w", name, err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name()+"/ns/net", &st) != nil {
+			continue
+		}
+		if slices.Contains(nss, id{st.Dev, st.Ino}) {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids, nil
 }
 
 // Close removes the lab: it deletes the veth pair, unmounts and removes both

@@ -736,3 +736,15 @@ func TestUnprivileged(t *testing.T) {
 		t.Errorf("error does not name the privilege: %s", out)
 	}
 }
+
+// TestProcs checks lab.Procs: nothing inside a fresh lab, ErrNotFound for
+// one not recorded. (cmd/skb's TestLabDownBusy finds a process inside.)
+func TestProcs(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	if pids, err := lab.Procs(l.Name); err != nil || len(pids) != 0 {
+		t.Errorf("Procs(%s) = %v, %v: want none", l.Name, pids, err)
+	}
+	if _, err := lab.Procs("skbnosuchlab"); !errors.Is(err, lab.ErrNotFound) {
+		t.Errorf("Procs of no lab: %v, want ErrNotFound", err)
+	}
+}

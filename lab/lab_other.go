@@ -30,6 +30,9 @@ func Open(name string) (*Lab, error) { return nil, unsupported("open") }
 // Remove returns an error wrapping errors.ErrUnsupported: labs need Linux.
 func Remove(name string) error { return unsupported("remove") }
 
+// Procs returns an error wrapping errors.ErrUnsupported: labs need Linux.
+func Procs(name string) ([]int, error) { return nil, unsupported("procs") }
+
 // List returns an error wrapping errors.ErrUnsupported: labs need Linux.
 func List() ([]Info, error) { return nil, unsupported("list") }
 

@@ -177,9 +177,9 @@ func labPrint(w io.Writer, l *lab.Lab) {
 
 func labDownCmd() *cobra.Command {
 	var name string
-	var all bool
+	var all, force bool
 	cmd := &cobra.Command{
-		Use:   "down [--name N | --all]",
+		Use:   "down [--name N | --all] [--force]",
 		Short: "Remove a lab; --all removes every lab made by `up` and every one whose process is gone",
 		Long: `down removes the lab --name names (default "skb"): its namespaces, its veth
 pair and its record.
@@ -189,14 +189,33 @@ directory $` + lab.RecordDirEnv + ` names), whoever made it: the labs of skb lab
 including those other users or sessions made and may still be using, and
 every lab whose process is gone. It keeps only the labs of processes still
 running (a bench or a test), and says so. To remove your own lab alone, give
---name.`,
+--name.
+
+A lab with processes running inside its namespaces (skb lab exec, ip netns
+exec) is kept, and down names them and exits 1: removing it would leave them
+running in a namespace that has lost its veth. --force removes it anyway.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if all && cmd.Flags().Changed("name") {
 				return errors.New("lab down: give --name or --all, not both")
 			}
+			busy := func(n string) error {
+				pids, err := lab.Procs(n)
+				pids = slices.DeleteFunc(pids, func(p int) bool { return p == os.Getpid() })
+				if err != nil || len(pids) == 0 || force {
+					return err
+				}
+				return fmt.Errorf("lab down: lab %s has %d %s running inside (%s); stop %s first, or give --force",
+					n, len(pids), plural(len(pids), "process", "processes"), procNames(pids), pronoun(len(pids)))
+			}
 			if !all {
+				if err := busy(name); err != nil {
+					if errors.Is(err, lab.ErrNotFound) {
+						return fmt.Errorf("lab down: no lab named %q (see `skb lab list`)", name)
+					}
+					return err
+				}
 				if err := lab.Remove(name); err != nil {
 					if errors.Is(err, lab.ErrNotFound) {
 						return fmt.Errorf("lab down: no lab named %q (see `skb lab list`)", name)
@@ -216,6 +235,12 @@ running (a bench or a test), and says so. To remove your own lab alone, give
 					fmt.Fprintf(out, "kept lab %s: in use by pid %d (remove it with --name %s)\n", i.Name, i.PID, i.Name)
 					continue
 				}
+				if err := busy(i.Name); err != nil {
+					if !errors.Is(err, lab.ErrNotFound) {
+						fmt.Fprintf(out, "kept lab %s: %v\n", i.Name, strings.TrimPrefix(err.Error(), "lab down: "))
+					}
+					continue
+				}
 				if err := lab.Remove(i.Name); err != nil && !errors.Is(err, lab.ErrNotFound) {
 					errs = append(errs, err)
 					continue
@@ -227,6 +252,7 @@ running (a bench or a test), and says so. To remove your own lab alone, give
 	}
 	cmd.Flags().StringVar(&name, "name", labDefaultName, "the lab to remove")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every lab made by skb lab up on this machine, by any user or session, and every one whose process is gone")
+	cmd.Flags().BoolVar(&force, "force", false, "remove a lab even with processes running inside it")
 	return cmd
 }
 
@@ -501,4 +527,31 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 			return c.ProcessState.ExitCode(), nil
 		}
 	}
+}
+
+// procNames describes the processes pids as "pid 12 (skb), pid 40 (sh)",
+// with their command names from /proc (proc(5)), the first five only.
+func procNames(pids []int) string {
+	var parts []string
+	for i, pid := range pids {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(pids)-5))
+			break
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("pid %d", pid))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("pid %d (%s)", pid, strings.TrimSpace(string(comm))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// pronoun is "it" for one, "them" for more.
+func pronoun(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }

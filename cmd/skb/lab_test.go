@@ -521,3 +521,45 @@ func TestFlagUsages(t *testing.T) {
 		t.Errorf("lab down --help:\n%s", out)
 	}
 }
+
+// TestLabDownBusy checks that lab down keeps a lab with a process running
+// inside it, names the process and exits 1, and removes it with --force;
+// down --all keeps it too.
+func TestLabDownBusy(t *testing.T) {
+	labtest.RequireRoot(t)
+	t.Setenv(lab.RecordDirEnv, t.TempDir())
+	name := testLabName("skbk")
+	t.Cleanup(func() { lab.Remove(name) })
+	mustSkb(t, "lab", "up", "--name", name)
+	sleep := exec.Command("ip", "netns", "exec", name+"A", "sleep", "20")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleep.Process.Kill(); sleep.Wait() })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids, err := lab.Procs(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(pids, sleep.Process.Pid) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lab.Procs(%s) = %v: sleep (pid %d) never seen inside", name, pids, sleep.Process.Pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := fmt.Sprintf("pid %d (sleep)", sleep.Process.Pid)
+	if _, errOut, code := skb(t, "lab", "down", "--name", name); code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "--force") {
+		t.Errorf("down with sleep inside: exit %d, %q; want 1 naming %s and --force", code, errOut, want)
+	}
+	if out := mustSkb(t, "lab", "down", "--all"); !strings.Contains(out, "kept lab "+name+": ") {
+		t.Errorf("down --all with sleep inside:\n%s", out)
+	}
+	if _, err := os.Stat("/run/netns/" + name + "A"); err != nil {
+		t.Fatalf("busy lab removed: %v", err)
+	}
+	mustSkb(t, "lab", "down", "--name", name, "--force")
+	labGone(t, name)
+}
