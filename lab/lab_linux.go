@@ -838,10 +838,24 @@ func (h *Host) sysctl(key, value string) error {
 func makeNS(name string) error {
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the runtime ends the thread with the goroutine
+		// NewNamed moves the thread into the new namespace. The thread goes
+		// back to where it was and is unlocked; when it cannot go back it
+		// stays locked, and the runtime ends it with the goroutine (or,
+		// the process's main thread, parks it for good), so no goroutine
+		// runs in the lab by accident.
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
 		ns, err := netns.NewNamed(name)
 		if err == nil {
 			ns.Close()
+		}
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
 		}
 		errc <- err
 	}()
