@@ -2,9 +2,8 @@ package traffic
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync/atomic"
+	"math"
 	"time"
 
 	"github.com/skbdev/skb/header"
@@ -68,7 +67,10 @@ type SinkConfig struct {
 	// Duration bounds the run (0 means DefaultSinkDuration); Idle stops it
 	// after this long without a packet once one was seen (0 means
 	// DefaultIdle, negative never); Count stops it after this many packets
-	// (0: no limit).
+	// (0: no limit). Count is exact: each Poll's budget is cut to the
+	// packets Count still allows, so the rest stay queued in the device,
+	// and a GSO buffer that crosses it counts its datagrams up to Count
+	// (the rest are freed uncounted; its FrameBytes count whole).
 	Duration time.Duration
 	Idle     time.Duration
 	Count    uint64
@@ -86,16 +88,25 @@ type SinkConfig struct {
 	Port  uint16
 	Ports int
 
-	// OnInterval, when set, is called on the sink's goroutine every
-	// Interval (0 means DefaultInterval).
+	// OnInterval, when set, is called on the sink's goroutine at the end
+	// of each Interval (0 means DefaultInterval) of the run: at the first
+	// check of the clock at or after each multiple of Interval from the
+	// start, so the ticks do not drift; the clock is checked after every
+	// poll (every 64th empty one with Spin) and at least every 20 ms while
+	// waiting. A tick later than a
+	// whole Interval is not made up: its SinkInterval covers the time
+	// since the one before, as its Elapsed and Seconds say. RunSinks adds
+	// up its sinks' intervals: see there.
 	OnInterval func(SinkInterval)
 	Interval   time.Duration
 
-	// Thread runs each sink of RunSinks on an OS thread of its own with a
-	// private descriptor table (netdev.RunOnThread), so that its system
-	// calls on the device skip the file reference a table shared between
-	// threads costs; where that is refused, on a goroutine as without it.
-	// Sink.Run itself runs on its caller's goroutine either way.
+	// Thread runs each of RunSinks' polling goroutines (one per device,
+	// or per share of the devices when there are more devices than
+	// GOMAXPROCS) on an OS thread of its own with a private descriptor
+	// table (netdev.RunOnThread), so that its system calls on the devices
+	// skip the file reference a table shared between threads costs; where
+	// that is refused, on a goroutine as without it. Sink.Run itself runs
+	// on its caller's goroutine either way.
 	Thread bool
 }
 
@@ -168,13 +179,6 @@ type SinkResult struct {
 // time is this far or further from its receipt, either way, is not timed.
 const MaxLatency = time.Minute
 
-// progress is what a sink of a group publishes after each Poll that
-// handed packets over, for RunSinks to apply the group's bounds.
-type progress struct {
-	last    atomic.Int64 // ns since the epoch of the last such Poll
-	packets atomic.Uint64
-}
-
 // Sink counts what a device receives. It belongs to one goroutine, the
 // device's. Make one with NewSink, then Run it, or call Poll in a loop of
 // your own and read Result.
@@ -193,6 +197,8 @@ type Sink struct {
 	cnt     Counter
 	lat     Histogram
 	packets uint64
+	limit   uint64 // packets may not pass it: Count, a grant of quota, or MaxUint64
+	quota   *quota // set by RunSinks with a Count: the group's packets left
 	bytes   uint64 // UDP payloads
 	frames  uint64 // frame bytes (link-layer)
 	other   uint64
@@ -207,7 +213,6 @@ type Sink struct {
 	seen        bool
 	first, last time.Duration
 	st0         netdev.Stats
-	progress    *progress // set by RunSinks: the group's view of this sink
 
 	start    time.Duration
 	lastTick time.Duration
@@ -229,6 +234,10 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 	s.idle = cmp0(cfg.Idle, DefaultIdle)
 	s.every = cmp0(cfg.Interval, DefaultInterval)
 	s.ports = cmp0(cfg.Ports, 1)
+	s.limit = math.MaxUint64
+	if cfg.Count > 0 {
+		s.limit = cfg.Count
+	}
 	switch {
 	case s.ports < 1 || int(cfg.Port)+s.ports-1 > 0xffff:
 		return nil, fmt.Errorf("traffic: sink: %w: ports %d to %d", ErrConfig, cfg.Port, int(cfg.Port)+s.ports-1)
@@ -250,12 +259,30 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 	return s, nil
 }
 
-// Poll calls the device's Poll once with the sink's budget, counting every
-// packet it hands over and freeing it, and returns how many it handed
-// over. It allocates nothing.
+// Poll calls the device's Poll once with the sink's budget, cut to the
+// packets Count still allows (in RunSinks, that the group's Count still
+// allows all its sinks), counting every packet it hands over and freeing
+// it, and returns how many it handed over. When Count allows none it
+// returns 0 without polling. It allocates nothing.
 func (s *Sink) Poll() (int, error) {
+	budget := s.budget
+	var grant uint64
+	if s.quota != nil {
+		grant = s.quota.take(uint64(budget))
+		s.limit = s.packets + grant
+	}
+	if left := s.limit - s.packets; left < uint64(budget) {
+		budget = int(left)
+	}
+	if budget == 0 {
+		return 0, nil
+	}
+	before := s.packets
 	s.nowOK = false
-	n, err := s.dev.Poll(s.budget, s.handler)
+	n, err := s.dev.Poll(budget, s.handler)
+	if s.quota != nil {
+		s.quota.settle(grant, s.packets-before)
+	}
 	if n > 0 {
 		if !s.seen {
 			s.seen, s.first = true, s.now
@@ -263,10 +290,6 @@ func (s *Sink) Poll() (int, error) {
 		// The span ends with this Poll, not at its first packet: a run
 		// whose packets all came in one Poll has a span too.
 		s.last = s.clk.now()
-		if s.progress != nil {
-			s.progress.last.Store(s.clk.wall(s.last))
-			s.progress.packets.Store(s.packets)
-		}
 	}
 	return n, err
 }
@@ -302,12 +325,12 @@ func (s *Sink) handle(b *skb.Buff) {
 		plen = max(0, min(int(u.Length())-header.UDPHeaderLen, n-off))
 		s.frames += uint64(n)
 	}
-	s.bytes += uint64(plen)
 	if g := s.gsoSize(b); g > 0 && plen > g {
 		// A GSO buffer handed over unsegmented (a link-layer GSOFramer's
 		// super-frame, or a datagram device or wrapper that keeps the GSO
-		// fields): count its datagrams.
-		for o := 0; o < plen; o += g {
+		// fields): count its datagrams, up to the limit (Poll's budget
+		// counts buffers, not datagrams).
+		for o := 0; o < plen && s.packets < s.limit; o += g {
 			s.count(b, off+o, min(g, plen-o), now)
 		}
 	} else {
@@ -330,6 +353,7 @@ func (s *Sink) gsoSize(b *skb.Buff) int {
 // count counts the datagram of l bytes at offset off of b.
 func (s *Sink) count(b *skb.Buff, off, l int, now time.Duration) {
 	s.packets++
+	s.bytes += uint64(l)
 	if l < StampLen {
 		s.nostamp++
 		return
@@ -363,66 +387,16 @@ func (s *Sink) Run(ctx context.Context) (SinkResult, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	done := ctx.Done()
 	start := s.clk.now()
-	s.start, s.lastTick = start, start
-	deadline := start + s.dur
-	var runErr error
-	spins := 0
-loop:
-	for {
-		n, err := s.Poll()
-		if err != nil {
-			runErr = err
-			break
-		}
-		if n == 0 && s.cfg.Spin {
-			// Spinning on an empty queue: look at the clock (and the
-			// bounds, the interval and ctx) every 64th time only, as the
-			// echo server does.
-			if spins++; spins&63 != 0 {
-				continue
-			}
-		}
-		now := s.now
-		if n == 0 {
-			now = s.clk.now()
-		}
-		switch {
-		case s.cfg.Count > 0 && s.packets >= s.cfg.Count:
-			break loop
-		case now >= deadline:
-			break loop
-		case s.seen && s.idle > 0 && now-s.last >= s.idle:
-			break loop
-		}
-		if s.cfg.OnInterval != nil && now-s.lastTick >= s.every {
-			s.tick(now)
-		}
-		if done != nil {
-			select {
-			case <-done:
-				break loop
-			default:
-			}
-		}
-		// A Poll that handed over less than its budget drained the
-		// queue: polling again at once would find it empty.
-		drained := n < s.budget
-		if drained && !s.cfg.Spin && s.cfg.Sleep > 0 && s.seen && now-s.last < max(SleepSpan, s.cfg.Sleep) {
-			sleep(s.cfg.Sleep)
-		} else if drained && !s.cfg.Spin {
-			err := s.dev.Wait(min(waitSlice, deadline-now))
-			if err != nil && !errors.Is(err, netdev.ErrTimeout) {
-				runErr = err
-				break
-			}
-		}
-	}
-	return s.Result(), runErr
+	r := runner{sinks: []*Sink{s}, cfg: s.cfg, idle: s.idle, every: s.every}
+	r.init(start, start+s.dur)
+	r.run(ctx.Done())
+	return s.Result(), r.errs[0]
 }
 
-func (s *Sink) tick(now time.Duration) {
+// interval returns what the sink received since its last interval, which
+// ends now, and starts the next.
+func (s *Sink) interval(now time.Duration) SinkInterval {
 	t := s.cnt.Totals()
 	kern := s.dev.Stats().Sub(s.st0).RxDropped[netdev.DropKernel]
 	iv := SinkInterval{
@@ -441,7 +415,7 @@ func (s *Sink) tick(now time.Duration) {
 	_, iv.FrameMbps = rates(iv.Packets, iv.FrameBytes, iv.Seconds)
 	s.lastTick, s.lastPkts, s.lastByte, s.lastFrm = now, s.packets, s.bytes, s.frames
 	s.lastLost, s.lastReor, s.lastKern = t.Lost, t.Reordered, kern
-	s.cfg.OnInterval(iv)
+	return iv
 }
 
 // Result returns what the sink counted so far, with the growth of the

@@ -1,0 +1,274 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/driver/memring"
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/skb"
+)
+
+// fill queues n stamped packets from a into its peer's receive ring, in
+// bursts of 32; the ring must have room for them.
+func fill(t testing.TB, a netdev.Device, n uint64) {
+	t.Helper()
+	g, err := NewPktgen(a, PktgenConfig{Count: n, Burst: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g.Queued() < n {
+		if _, err := g.Burst(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// drain polls d empty and returns the packets it handed over.
+func drain(t testing.TB, d netdev.Device) int {
+	t.Helper()
+	c := d.Cache()
+	total := 0
+	for {
+		n, err := d.Poll(64, func(b *skb.Buff) { c.Free(b) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
+}
+
+// pairs returns the two sides of n memring pairs: the senders and the
+// receivers.
+func pairs(t testing.TB, n int, cfg memring.Config) (tx, rx []netdev.Device) {
+	t.Helper()
+	for range n {
+		a, b := pair(t, cfg)
+		tx, rx = append(tx, a), append(rx, b)
+	}
+	return tx, rx
+}
+
+// TestSinkCountExact has a lone sink with Count 100 and a budget of 64
+// stop at exactly 100 packets of the 1000 queued, leaving the others
+// queued; and a link-layer one, whose second GSO super-frame of 4
+// datagrams crosses its Count of 6, count 6 datagrams and their bytes.
+func TestSinkCountExact(t *testing.T) {
+	a, b := pair(t, memring.Config{RingSize: 1024})
+	fill(t, a, 1000)
+	s, err := NewSink(b, SinkConfig{Count: 100, Budget: 64, Duration: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(context.Background())
+	if err != nil || r.Packets != 100 || r.Bytes != 100*DefaultSize || r.Lost != 0 {
+		t.Errorf("Run = %+v, %v; want 100 packets of %d bytes", r, err, DefaultSize)
+	}
+	if n, err := s.Poll(); n != 0 || err != nil {
+		t.Errorf("Poll after Count = %d, %v; want 0, nil", n, err)
+	}
+	if n := drain(t, b); n != 900 {
+		t.Errorf("%d packets left queued, want 900", n)
+	}
+
+	const seg, segs = 64, 4
+	uf := labFrame("198.18.0.1", "198.18.0.2", 9000)
+	hl := uf.HeaderLen()
+	for i := range 2 {
+		buf, err := a.Cache().Alloc(hl + seg*segs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := buf.Put(hl + seg*segs)
+		clear(f)
+		for k := range segs {
+			PutStamp(f[hl+k*seg:], Stamp{Run: 7, Seq: uint64(i*segs + k), Tstamp: 1})
+		}
+		if _, err := header.BuildUDP(f, uf); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Xmit(buf, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err = NewSink(gsoFramer{b, true, seg, segs}, SinkConfig{Link: true, Port: 9000, Count: 6, Duration: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.Run(context.Background())
+	if err != nil || r.Packets != 6 || r.Bytes != 6*seg || r.FrameBytes != 2*uint64(hl+seg*segs) || r.Lost != 0 {
+		t.Errorf("GSO Run = %+v, %v; want 6 datagrams of %d bytes in 2 frames", r, err, seg)
+	}
+}
+
+// TestRunSinksCountExact has groups of sinks, with fewer devices than
+// polling goroutines and with many devices to each, stop at exactly their
+// Count: from rings filled beforehand, where the packets past it must stay
+// queued, and from generators sending as fast as they can all along.
+func TestRunSinksCountExact(t *testing.T) {
+	for _, n := range []int{2, 3, 16} {
+		tx, rx := pairs(t, n, memring.Config{RingSize: 1024})
+		for _, a := range tx {
+			fill(t, a, 600)
+		}
+		r, err := RunSinks(context.Background(), rx, SinkConfig{Count: 1000, Budget: 64, Duration: 10 * time.Second})
+		if err != nil || r.Packets != 1000 || r.Lost != 0 {
+			t.Errorf("%d sinks of 600 queued packets each: %+v, %v; want 1000 packets", n, r, err)
+		}
+		left := 0
+		for _, b := range rx {
+			left += drain(t, b)
+		}
+		if want := n*600 - 1000; left != want {
+			t.Errorf("%d sinks: %d packets left queued, want %d", n, left, want)
+		}
+	}
+
+	for _, n := range []int{2, 8} {
+		tx, rx := pairs(t, n, memring.Config{RingSize: 256})
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, a := range tx {
+			g, err := NewPktgen(a, PktgenConfig{Count: 1 << 20, Burst: 16, Duration: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() { g.Run(ctx) })
+		}
+		r, err := RunSinks(context.Background(), rx, SinkConfig{Count: 5000, Duration: 10 * time.Second})
+		cancel()
+		wg.Wait()
+		if err != nil || r.Packets != 5000 {
+			t.Errorf("%d sinks with generators sending: %+v, %v; want 5000 packets", n, r, err)
+		}
+	}
+}
+
+// TestRunSinksIntervals runs 64 sinks, more than the polling goroutines,
+// with a 20 ms interval while a generator feeds every device: the merged
+// intervals come in increasing order, one per interval index, about one
+// per 20 ms, adding up to no more than the result; the group uses no more
+// goroutines than GOMAXPROCS.
+func TestRunSinksIntervals(t *testing.T) {
+	const n, every, dur = 64, 20 * time.Millisecond, 400 * time.Millisecond
+	tx, rx := pairs(t, n, memring.Config{RingSize: 256})
+	gens := make([]*Pktgen, n)
+	for i, a := range tx {
+		g, err := NewPktgen(a, PktgenConfig{Count: 1 << 20, Burst: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gens[i] = g
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// One goroutine owns every sender, a burst each per millisecond.
+		for ctx.Err() == nil {
+			for _, g := range gens {
+				g.Burst()
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	before := runtime.NumGoroutine()
+	var ivs []SinkInterval
+	extra := 0
+	r, err := RunSinks(context.Background(), rx, SinkConfig{Duration: dur, Interval: every, Idle: -1,
+		OnInterval: func(iv SinkInterval) {
+			ivs = append(ivs, iv)
+			extra = max(extra, runtime.NumGoroutine()-before)
+		}})
+	cancel()
+	wg.Wait()
+	if err != nil || r.Packets == 0 {
+		t.Fatalf("RunSinks = %+v, %v", r, err)
+	}
+	if max := int(dur / every); len(ivs) > max || len(ivs) < max/4 {
+		t.Errorf("%d intervals in %v of %v each, want up to %d", len(ivs), dur, every, max)
+	}
+	var sum uint64
+	var prev time.Duration
+	for i, iv := range ivs {
+		if iv.Elapsed <= prev || iv.Elapsed < every || iv.Elapsed > dur+every {
+			t.Errorf("interval %d ends at %v, after %v", i, iv.Elapsed, prev)
+		}
+		if d := iv.Seconds - (iv.Elapsed - prev).Seconds(); d < -1e-9 || d > 1e-9 {
+			t.Errorf("interval %d: %v s from %v to %v", i, iv.Seconds, prev, iv.Elapsed)
+		}
+		prev = iv.Elapsed
+		sum += iv.Packets
+	}
+	if sum > r.Packets || sum == 0 {
+		t.Errorf("intervals add up to %d packets, result %d", sum, r.Packets)
+	}
+	if p := runtime.GOMAXPROCS(0); extra > p {
+		t.Errorf("%d goroutines more during the run, want at most GOMAXPROCS %d", extra, p)
+	}
+}
+
+// TestRunSinksEndedDevice closes a device under a running group, with two
+// devices (a polling goroutine each where GOMAXPROCS allows) and with 16:
+// its sink stops with netdev.ErrClosed, the others go on, and the merged
+// intervals keep coming, so that the run, ended from OnInterval, ends long
+// before its duration.
+func TestRunSinksEndedDevice(t *testing.T) {
+	for _, n := range []int{2, 16} {
+		var rx []netdev.Device
+		var closed *memring.Device
+		for i := range n {
+			a, b, err := memring.NewPair(memring.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				// Closed by the test: a's Close reports leaks then.
+				closed = b
+				t.Cleanup(func() {
+					if err := a.Close(); err != nil {
+						t.Errorf("close: %v", err)
+					}
+				})
+			} else {
+				t.Cleanup(func() {
+					a.Close()
+					if err := b.Close(); err != nil {
+						t.Errorf("close: %v", err)
+					}
+				})
+			}
+			rx = append(rx, b)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		timer := time.AfterFunc(50*time.Millisecond, func() { closed.Close() })
+		var prev time.Duration
+		ivs := 0
+		t0 := time.Now()
+		_, err := RunSinks(ctx, rx, SinkConfig{Duration: 10 * time.Second, Interval: 20 * time.Millisecond,
+			OnInterval: func(iv SinkInterval) {
+				if iv.Elapsed <= prev {
+					t.Errorf("%d sinks: interval ends at %v, after %v", n, iv.Elapsed, prev)
+				}
+				prev = iv.Elapsed
+				if ivs++; iv.Elapsed >= 200*time.Millisecond {
+					cancel()
+				}
+			}})
+		timer.Stop()
+		cancel()
+		if !errors.Is(err, netdev.ErrClosed) {
+			t.Errorf("%d sinks: RunSinks error %v, want ErrClosed", n, err)
+		}
+		if el := time.Since(t0); el > 5*time.Second || ivs < 5 {
+			t.Errorf("%d sinks: ran %v with %d intervals; want to end after about 10 at 200ms", n, el, ivs)
+		}
+	}
+}
