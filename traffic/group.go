@@ -25,7 +25,7 @@ import (
 // polls its one device as Sink.Run does, under the group's bounds. With
 // more, each loops over its devices in rounds: in a round it calls each
 // Sink's Poll, again while it hands over its whole budget, up to
-// roundPolls (8) times, and it starts the next round at once while any
+// 8 times, and it starts the next round at once while any
 // device was not drained, or with cfg.Spin. After a round that drained
 // them all it sleeps cfg.Sleep while traffic flows (a packet came to one
 // of its devices in the last max(SleepSpan, Sleep)); otherwise it waits
