@@ -13,6 +13,7 @@ import (
 	"github.com/skbdev/skb/driver/afxdp"
 	"github.com/skbdev/skb/driver/udp"
 	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/traffic"
 )
 
@@ -377,12 +378,26 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	cfg := traffic.SinkConfig{Budget: o.budget, Spin: o.spin, Sleep: o.sleep, Duration: o.duration, Idle: o.idle, Count: o.count,
 		Thread: true}
 	var devs []netdev.Device
+	var shared *pool.Pool
 	defer func() {
 		for _, d := range devs {
 			d.Close()
 		}
+		if shared != nil {
+			shared.Close() // after the devices, whose buffers it holds
+		}
 	}()
 	if spec.kind == devUDP {
+		if o.flows > 1 {
+			// One pool for all the ports' devices: a pool of its own
+			// each would map an arena per port at its first packet
+			// (with 1024 ports, most of the sink's CPU).
+			shared, err = pool.New(pool.Config{Name: fmt.Sprintf("sink %v+%d", listen, o.flows)})
+			if err != nil {
+				return fmt.Errorf("sink: %w", err)
+			}
+			ncfg.Pool = shared
+		}
 		for i := range o.flows {
 			a := netip.AddrPortFrom(listen.Addr(), listen.Port()+uint16(i))
 			ucfg := udp.Config{Config: ncfg, Local: a, GRO: o.gro, RcvBuf: o.rcvbuf}
