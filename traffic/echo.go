@@ -112,6 +112,7 @@ func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, e
 		// Sources are matched as IPv4 (AddrXmitter's Src unmaps them).
 		cfg.From = netip.PrefixFrom(a.Unmap(), cfg.From.Bits()-96)
 	}
+	cfg.Addr = cfg.Addr.Unmap()
 	e.cfg = cfg
 	if !cfg.Link {
 		e.ax, _ = dev.(AddrXmitter)
@@ -198,16 +199,8 @@ func (e *echoer) reflect(b *skb.Buff) (int, bool) {
 		return 0, false
 	}
 	plen := max(0, min(int(u.Length())-header.UDPHeaderLen, len(data)-f.PayloadOffset))
-	if e.cfg.Addr.IsValid() {
-		var dst netip.Addr
-		if f.EtherType == header.EtherTypeIPv4 {
-			dst = header.IPv4(data[f.NetworkOffset:]).Destination()
-		} else {
-			dst = header.IPv6(data[f.NetworkOffset:]).Destination()
-		}
-		if dst != e.cfg.Addr {
-			return 0, false
-		}
+	if e.cfg.Addr.IsValid() && frameDst(data, f) != e.cfg.Addr {
+		return 0, false
 	}
 	if b.Cloned() {
 		if err := b.Unshare(e.cache); err != nil {

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/skbdev/skb/header"
 )
@@ -97,4 +98,13 @@ func fillUDPChecksum(p []byte, f *header.Frame) {
 		pseudo = header.IPv6(p[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, uint32(u.Length()))
 	}
 	u.SetChecksum(u.ComputeChecksum(pseudo))
+}
+
+// frameDst returns the IP destination of the frame p, parsed as f with an
+// IP network header.
+func frameDst(p []byte, f *header.Frame) netip.Addr {
+	if f.EtherType == header.EtherTypeIPv4 {
+		return header.IPv4(p[f.NetworkOffset:]).Destination()
+	}
+	return header.IPv6(p[f.NetworkOffset:]).Destination()
 }

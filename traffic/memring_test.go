@@ -223,6 +223,19 @@ func TestLinkMemring(t *testing.T) {
 		t.Errorf("two-port sink: %+v, want 200 packets of flows 1 and 2", r)
 	}
 
+	// An address: frames to another destination count as other.
+	for _, tc := range []struct {
+		addr  string
+		count uint64
+	}{{"198.18.0.2", 100}, {"::ffff:198.18.0.2", 100}, {"198.18.0.3", 0}} {
+		ga, _ := NewPktgen(a, PktgenConfig{Frame: frame, Count: 100, Burst: 32})
+		sa, _ := NewSink(b, SinkConfig{Link: true, Port: 9000, Addr: netip.MustParseAddr(tc.addr)})
+		pump(t, ga, sa, 100)
+		if r := sa.Result(); r.Packets != tc.count || r.Other != 100-tc.count {
+			t.Errorf("sink for %s: %+v, want %d packets, the rest other", tc.addr, r, tc.count)
+		}
+	}
+
 	// Any port: all flows; and the checksums hold.
 	g2, _ := NewPktgen(a, PktgenConfig{Frame: frame, Count: 200, Burst: 8, Flows: 4})
 	bad := 0

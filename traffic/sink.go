@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/netip"
 	"time"
 
 	"github.com/skbdev/skb/header"
@@ -83,10 +84,13 @@ type SinkConfig struct {
 	// and counts. A GSO super-frame (a veth hands those over whole from a
 	// sender with GSO) counts as its datagrams on a GSOFramer that says it
 	// describes them (afpacket opened with Config.VnetHdr); elsewhere it
-	// counts as one, and the others show as lost.
+	// counts as one, and the others show as lost. Addr, when valid, also
+	// limits the count to datagrams whose IP destination is Addr (IPv4 or
+	// IPv6, compared unmapped); others count in Other.
 	Link  bool
 	Port  uint16
 	Ports int
+	Addr  netip.Addr
 
 	// OnInterval, when set, is called on the sink's goroutine at the end
 	// of each Interval (0 means DefaultInterval) of the run: at the first
@@ -228,6 +232,7 @@ type Sink struct {
 // are read now, as the base of the result's. It returns an error wrapping
 // ErrConfig for an invalid config.
 func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
+	cfg.Addr = cfg.Addr.Unmap()
 	s := &Sink{dev: dev, cache: dev.Cache(), cfg: cfg}
 	s.budget = cmp0(cfg.Budget, DefaultBudget)
 	s.dur = cmp0(cfg.Duration, DefaultSinkDuration)
@@ -316,7 +321,8 @@ func (s *Sink) handle(b *skb.Buff) {
 			return
 		}
 		u := header.UDP(data[f.TransportOffset:])
-		if p := u.DestinationPort(); s.cfg.Port != 0 && (p < s.cfg.Port || int(p-s.cfg.Port) >= s.ports) {
+		if p := u.DestinationPort(); s.cfg.Port != 0 && (p < s.cfg.Port || int(p-s.cfg.Port) >= s.ports) ||
+			s.cfg.Addr.IsValid() && frameDst(data, f) != s.cfg.Addr {
 			s.other++
 			s.cache.Free(b)
 			return

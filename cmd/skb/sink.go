@@ -431,6 +431,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			defer holdPorts(listen, o.flows)()
 		}
 		cfg.Link, cfg.Port, cfg.Ports = true, listen.Port(), o.flows
+		if !listen.Addr().IsUnspecified() {
+			cfg.Addr = listen.Addr()
+		}
 	}
 
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
