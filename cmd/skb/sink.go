@@ -50,7 +50,8 @@ func sinkCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sink [--listen ADDR:PORT] [--copybreak N] [--gro] [-t D] [--json]",
 		Short: "Receive and count packets: rate, loss and reordering from pktgen's stamps, kernel drops",
-		Long: `sink receives UDP datagrams (or, on a link-layer device, UDP frames to its port)
+		Long: `sink receives UDP datagrams (or, on a link-layer device, UDP frames to its --listen
+address and port; 0.0.0.0 or :: for any address, port 0 for any port)
 and counts them, with loss, reordering and duplicates per flow from the stamps
 skb pktgen writes, the kernel's drops, copybreak copies and one-way latency.
 It prints one line per second and a result line; pps and Mbit/s are over the
