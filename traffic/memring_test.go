@@ -32,6 +32,20 @@ func pair(t testing.TB, cfg memring.Config) (a, b *memring.Device) {
 	return a, b
 }
 
+// pollAll polls s until a Poll hands over nothing.
+func pollAll(t testing.TB, s *Sink) {
+	t.Helper()
+	for {
+		n, err := s.Poll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
 // pump sends with g and receives with s in one goroutine, a burst at a
 // time, until g has queued want packets and s has drained the ring.
 func pump(t testing.TB, g *Pktgen, s *Sink, want uint64) {
@@ -44,15 +58,7 @@ func pump(t testing.TB, g *Pktgen, s *Sink, want uint64) {
 			t.Fatal(err)
 		}
 	}
-	for {
-		n, err := s.Poll()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-	}
+	pollAll(t, s)
 }
 
 func TestPktgenSinkMemring(t *testing.T) {

@@ -8,23 +8,6 @@ import (
 	"github.com/skbdev/skb/skb"
 )
 
-// memPair returns a memring pair closed, and checked for leaked buffers,
-// when the test ends.
-func memPair(t testing.TB, cfg memring.Config) (a, b *memring.Device) {
-	t.Helper()
-	a, b, err := memring.NewPair(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		a.Close()
-		if err := b.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return a, b
-}
-
 // sizeCounter is a datagram device that segments (a Segmenter with GSO
 // on) and, instead of sending, counts the datagrams of every buffer by
 // size, checks their stamps and frees the buffer. Its Xmit allocates
@@ -42,7 +25,7 @@ type sizeCounter struct {
 }
 
 func newSizeCounter(t testing.TB, gso bool) *sizeCounter {
-	a, _ := memPair(t, memring.Config{})
+	a, _ := pair(t, memring.Config{})
 	return &sizeCounter{Device: a, t: t, gso: gso, n: make([]uint64, MaxDatagram6+1)}
 }
 
@@ -284,7 +267,7 @@ func TestPktgenGSOCloneDuplicates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := memPair(t, memring.Config{RingSize: 1024, RxBufSize: MaxDatagram})
+			a, b := pair(t, memring.Config{RingSize: 1024, RxBufSize: MaxDatagram})
 			l := &gsoLoop{}
 			tc.cfg.GSO = true
 			g, err := NewPktgen(loopTx{a, l}, tc.cfg)
@@ -300,15 +283,7 @@ func TestPktgenGSOCloneDuplicates(t *testing.T) {
 				if _, err := g.Burst(); err != nil {
 					t.Fatal(err)
 				}
-				for {
-					n, err := s.Poll()
-					if err != nil {
-						t.Fatal(err)
-					}
-					if n == 0 {
-						break
-					}
-				}
+				pollAll(t, s)
 			}
 			var unique uint64
 			for _, n := range g.seqs {

@@ -286,15 +286,7 @@ func TestUDPZeroAllocs(t *testing.T) {
 		if _, err := g.Burst(); err != nil {
 			t.Fatal(err)
 		}
-		for {
-			n, err := s.Poll()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				break
-			}
-		}
+		pollAll(t, s)
 	}
 	for range 50 {
 		step()
