@@ -203,6 +203,7 @@ type Sink struct {
 	packets uint64
 	limit   uint64 // packets may not pass it: Count, a grant of quota, or MaxUint64
 	quota   *quota // set by RunSinks with a Count: the group's packets left
+	grant   uint64 // packets taken from quota for the current Poll
 	bytes   uint64 // UDP payloads
 	frames  uint64 // frame bytes (link-layer)
 	other   uint64
@@ -271,10 +272,9 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 // returns 0 without polling. It allocates nothing.
 func (s *Sink) Poll() (int, error) {
 	budget := s.budget
-	var grant uint64
 	if s.quota != nil {
-		grant = s.quota.take(uint64(budget))
-		s.limit = s.packets + grant
+		s.grant = s.quota.take(uint64(budget))
+		s.limit = s.packets + s.grant
 	}
 	if left := s.limit - s.packets; left < uint64(budget) {
 		budget = int(left)
@@ -286,7 +286,7 @@ func (s *Sink) Poll() (int, error) {
 	s.nowOK = false
 	n, err := s.dev.Poll(budget, s.handler)
 	if s.quota != nil {
-		s.quota.settle(grant, s.packets-before)
+		s.quota.settle(s.grant, s.packets-before)
 	}
 	if n > 0 {
 		if !s.seen {
@@ -335,7 +335,14 @@ func (s *Sink) handle(b *skb.Buff) {
 		// A GSO buffer handed over unsegmented (a link-layer GSOFramer's
 		// super-frame, or a datagram device or wrapper that keeps the GSO
 		// fields): count its datagrams, up to the limit (Poll's budget
-		// counts buffers, not datagrams).
+		// counts buffers, not datagrams). In a group, a super-frame
+		// past the Poll's grant takes what it needs from the group's
+		// quota, so that only the group's Count cuts it.
+		if need := uint64((plen + g - 1) / g); s.quota != nil && s.packets+need > s.limit {
+			more := s.quota.take(s.packets + need - s.limit)
+			s.grant += more
+			s.limit += more
+		}
 		for o := 0; o < plen && s.packets < s.limit; o += g {
 			s.count(b, off+o, min(g, plen-o), now)
 		}
