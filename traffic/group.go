@@ -483,7 +483,8 @@ func mergeSinks(sinks []*Sink) SinkResult {
 			}
 		}
 	}
-	if !first.IsZero() {
+	if !first.IsZero() && r.Packets > 1 {
+		// As Sink.Result: one packet has no span, and no rate.
 		r.Seconds = last.Sub(first).Seconds()
 	}
 	r.PPS, r.Mbps = rates(r.Packets, r.Bytes, r.Seconds)

@@ -673,6 +673,27 @@ func TestSinkOnePollSpan(t *testing.T) {
 			t.Errorf("one packet: seconds %v, pps %v: want 0 (no span)", r.Seconds, r.PPS)
 		}
 	}
+	// The same through a group, as the tool runs its sinks.
+	for _, n := range []uint64{10, 1} {
+		tx, rx := pairs(t, 2, memring.Config{RingSize: 64})
+		g, err := NewPktgen(tx[0], PktgenConfig{Count: n, Burst: int(n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Burst(); err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+		r, err := RunSinks(context.Background(), rx, SinkConfig{Count: n, Duration: 5 * time.Second})
+		switch {
+		case err != nil || r.Packets != n:
+			t.Errorf("group: %+v, %v: want %d packets", r, err, n)
+		case n > 1 && r.PPS <= 0:
+			t.Errorf("group, %d packets in one Poll: pps %v, want a rate", n, r.PPS)
+		case n == 1 && (r.Seconds != 0 || r.PPS != 0):
+			t.Errorf("group, one packet: seconds %v, pps %v: want 0 (no span)", r.Seconds, r.PPS)
+		}
+	}
 }
 
 // TestSinkForgedStamps checks that stamps whose send time is far from the
