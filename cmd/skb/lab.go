@@ -192,8 +192,9 @@ running (a bench or a test), and says so. To remove your own lab alone, give
 --name.
 
 A lab with processes running inside its namespaces (skb lab exec, ip netns
-exec) is kept, and down names them and exits 1: removing it would leave them
-running in a namespace that has lost its veth. --force removes it anyway.`,
+exec) is kept, and down names them and exits 1 (with --all, after removing
+the others): removing it would leave them running in a namespace that has lost
+its veth. --force removes it anyway.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
@@ -230,6 +231,7 @@ running in a namespace that has lost its veth. --force removes it anyway.`,
 				return err
 			}
 			var errs []error
+			var kept []string
 			for _, i := range infos {
 				if !i.Persist && i.Alive {
 					fmt.Fprintf(out, "kept lab %s: in use by pid %d (remove it with --name %s)\n", i.Name, i.PID, i.Name)
@@ -238,6 +240,7 @@ running in a namespace that has lost its veth. --force removes it anyway.`,
 				if err := busy(i.Name); err != nil {
 					if !errors.Is(err, lab.ErrNotFound) {
 						fmt.Fprintf(out, "kept lab %s: %v\n", i.Name, strings.TrimPrefix(err.Error(), "lab down: "))
+						kept = append(kept, i.Name)
 					}
 					continue
 				}
@@ -246,6 +249,10 @@ running in a namespace that has lost its veth. --force removes it anyway.`,
 					continue
 				}
 				fmt.Fprintf(out, "removed lab %s\n", i.Name)
+			}
+			if len(kept) > 0 {
+				errs = append(errs, fmt.Errorf("lab down: kept %s with processes inside (%s); give --force to remove %s",
+					plural(len(kept), "a lab", "labs"), strings.Join(kept, ", "), pronoun(len(kept))))
 			}
 			return errors.Join(errs...)
 		},

@@ -554,8 +554,9 @@ func TestLabDownBusy(t *testing.T) {
 	if _, errOut, code := skb(t, "lab", "down", "--name", name); code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "--force") {
 		t.Errorf("down with sleep inside: exit %d, %q; want 1 naming %s and --force", code, errOut, want)
 	}
-	if out := mustSkb(t, "lab", "down", "--all"); !strings.Contains(out, "kept lab "+name+": ") {
-		t.Errorf("down --all with sleep inside:\n%s", out)
+	if out, errOut, code := skb(t, "lab", "down", "--all"); code != 1 || !strings.Contains(out, "kept lab "+name+": ") ||
+		!strings.Contains(errOut, "kept a lab with processes inside ("+name+")") {
+		t.Errorf("down --all with sleep inside: exit %d, stdout %q, stderr %q; want 1, the lab kept and named", code, out, errOut)
 	}
 	if _, err := os.Stat("/run/netns/" + name + "A"); err != nil {
 		t.Fatalf("busy lab removed: %v", err)
