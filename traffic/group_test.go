@@ -109,12 +109,12 @@ func TestSinkCountExact(t *testing.T) {
 	}
 }
 
-// TestRunSinksCountExact has groups of sinks, with fewer devices than
-// polling goroutines and with many devices to each, stop at exactly their
+// TestRunSinksCountExact has groups of sinks, a goroutine to each device
+// (up to SoloSinks) and many devices to each goroutine, stop at exactly their
 // Count: from rings filled beforehand, where the packets past it must stay
 // queued, and from generators sending as fast as they can all along.
 func TestRunSinksCountExact(t *testing.T) {
-	for _, n := range []int{2, 3, 16} {
+	for _, n := range []int{2, 3, 16, SoloSinks + 3} {
 		tx, rx := pairs(t, n, memring.Config{RingSize: 1024})
 		for _, a := range tx {
 			fill(t, a, 600)
@@ -132,7 +132,7 @@ func TestRunSinksCountExact(t *testing.T) {
 		}
 	}
 
-	for _, n := range []int{2, 8} {
+	for _, n := range []int{2, 8, SoloSinks + 8} {
 		tx, rx := pairs(t, n, memring.Config{RingSize: 256})
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
@@ -152,13 +152,13 @@ func TestRunSinksCountExact(t *testing.T) {
 	}
 }
 
-// TestRunSinksIntervals runs 64 sinks, more than the polling goroutines,
-// with a 20 ms interval while a generator feeds every device: the merged
+// TestRunSinksIntervals runs SoloSinks+16 sinks, polled in rounds by
+// GOMAXPROCS goroutines, with a 20 ms interval while a generator feeds every device: the merged
 // intervals come in increasing order, one per interval index, about one
 // per 20 ms, adding up to no more than the result; the group uses no more
 // goroutines than GOMAXPROCS.
 func TestRunSinksIntervals(t *testing.T) {
-	const n, every, dur = 64, 20 * time.Millisecond, 400 * time.Millisecond
+	const n, every, dur = SoloSinks + 16, 20 * time.Millisecond, 400 * time.Millisecond
 	tx, rx := pairs(t, n, memring.Config{RingSize: 256})
 	gens := make([]*Pktgen, n)
 	for i, a := range tx {
@@ -216,12 +216,12 @@ func TestRunSinksIntervals(t *testing.T) {
 }
 
 // TestRunSinksEndedDevice closes a device under a running group, with two
-// devices (a polling goroutine each where GOMAXPROCS allows) and with 16:
+// devices (a polling goroutine each) and with SoloSinks+2 (polled in rounds):
 // its sink stops with netdev.ErrClosed, the others go on, and the merged
 // intervals keep coming, so that the run, ended from OnInterval, ends long
 // before its duration.
 func TestRunSinksEndedDevice(t *testing.T) {
-	for _, n := range []int{2, 16} {
+	for _, n := range []int{2, SoloSinks + 2} {
 		var rx []netdev.Device
 		var closed *memring.Device
 		for i := range n {
