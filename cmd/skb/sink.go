@@ -71,8 +71,10 @@ started first sees a whole default pktgen run), after --idle (1s) without a
 packet once traffic was seen, or after --count packets: give it a longer --idle
 to see several pktgen runs one after the other. --flows N listens on ports PORT
 to PORT+N-1 (one socket each on the udp device), at most ` + fmt.Sprint(sinkMaxFlows) + `, to receive all of
-a pktgen's flows. Loss is counted per flow from the packets that arrive on
-those ports: packets to other ports are never seen, so a sink with fewer
+a pktgen's flows. Up to ` + fmt.Sprint(traffic.SoloSinks) + ` ports each have a thread that the kernel wakes; more
+are polled in rounds by a thread per CPU, which keeps up with pktgen but may
+see a datagram of a slow flow up to 20ms late (it shows in the latency).
+Loss is counted per flow from the packets that arrive on those ports: packets to other ports are never seen, so a sink with fewer
 --flows than its pktgen reports no loss for the flows it misses (pktgen warns of
 the ICMP port-unreachable messages they cause). Kernel drops are the
 socket's own count: with --gro the kernel counts a dropped train once,
