@@ -74,9 +74,10 @@ to PORT+N-1 (one socket each on the udp device), at most ` + fmt.Sprint(sinkMaxF
 a pktgen's flows. Up to ` + fmt.Sprint(traffic.SoloSinks) + ` ports each have a thread that the kernel wakes; more
 are polled in rounds by a thread per CPU, which keeps up with pktgen but may
 see a datagram of a slow flow up to 20ms late (it shows in the latency).
-Loss is counted per flow from the packets that arrive on those ports: packets to other ports are never seen, so a sink with fewer
---flows than its pktgen reports no loss for the flows it misses (pktgen warns of
-the ICMP port-unreachable messages they cause). Kernel drops are the
+Loss is counted per flow from the packets that arrive on those ports:
+packets to other ports are never seen, so a sink with fewer --flows than its
+pktgen reports no loss for the flows it misses (pktgen warns of the ICMP
+port-unreachable messages they cause). Kernel drops are the
 socket's own count: with --gro the kernel counts a dropped train once,
 however many datagrams it held, while lost counts datagrams.
 
