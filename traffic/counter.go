@@ -73,10 +73,18 @@ type FlowTotals struct {
 	Duplicates uint64
 	// Flows counts the flows seen (a flow of a new run counts again).
 	Flows int
-	// Untracked counts stamps whose flow number is MaxFlows or more: they
+	// Untracked counts stamps whose flow number is MaxFlows or more, or
+	// whose sequence number is MaxSeqJump or more away from the next one
+	// their flow expects (a forged or corrupt stamp, not a loss): they
 	// count in Packets only.
 	Untracked uint64
 }
+
+// MaxSeqJump bounds how far a stamp's sequence number may be from the next
+// one its flow expects, either way, to count: 2^32 packets, more than one
+// flow of a run loses or reorders, so a stamp past it is corrupt or forged
+// and counts as untracked rather than as 2^63 lost packets.
+const MaxSeqJump = 1 << 32
 
 // Counter counts stamped packets per flow, for loss, reordering and
 // duplicates. The zero value is ready. Each flow remembers which of the
@@ -112,6 +120,10 @@ func (c *Counter) Add(s Stamp) {
 		c.folded.Duplicates += f.dup
 		c.folded.Flows++
 		f.active = false
+	}
+	if f.active && (s.Seq >= f.next && s.Seq-f.next >= MaxSeqJump || s.Seq < f.next && f.next-s.Seq > MaxSeqJump) {
+		c.untracked++
+		return
 	}
 	w, bit := (s.Seq/64)%dupWords, uint64(1)<<(s.Seq%64)
 	switch {

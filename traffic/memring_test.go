@@ -726,3 +726,30 @@ func TestSinkForgedStamps(t *testing.T) {
 		t.Errorf("packets %d, lost %d, latency %+v: want 4 packets, 1 timed, under %v", r.Packets, r.Lost, r.Latency, MaxLatency)
 	}
 }
+
+// TestSinkForgedSeq checks that a stamp with a sequence number far from
+// its flow's counts as unstamped, not as 2^63 lost packets.
+func TestSinkForgedSeq(t *testing.T) {
+	a, b := pair(t, memring.Config{RingSize: 64})
+	for _, seq := range []uint64{0, 1, 1 << 63, 2} {
+		p, err := a.Cache().Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		PutStamp(p.Put(64), Stamp{Run: 9, Seq: seq, Tstamp: time.Now().UnixNano()})
+		if err := a.Xmit(p, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSink(b, SinkConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollAll(t, s)
+	if r := s.Result(); r.Packets != 4 || r.Lost != 0 || r.Unstamped != 1 {
+		t.Errorf("packets %d, lost %d, unstamped %d: want 4, 0, 1", r.Packets, r.Lost, r.Unstamped)
+	}
+}

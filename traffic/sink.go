@@ -151,8 +151,10 @@ type SinkResult struct {
 	FrameMbps float64
 
 	// Lost, Reordered and Duplicates come from the stamps (see
-	// FlowTotals); Unstamped counts packets without a stamp, which count
-	// in Packets only. Flows counts the flows seen.
+	// FlowTotals); Unstamped counts packets without a usable stamp (none,
+	// or one FlowTotals leaves untracked: a flow number of MaxFlows or
+	// more, a sequence number MaxSeqJump from its flow's), which count in
+	// Packets only. Flows counts the flows seen.
 	Lost       uint64
 	Reordered  uint64
 	Duplicates uint64
@@ -443,7 +445,7 @@ func (s *Sink) Result() SinkResult {
 		Lost:        t.Lost,
 		Reordered:   t.Reordered,
 		Duplicates:  t.Duplicates,
-		Unstamped:   s.nostamp,
+		Unstamped:   s.nostamp + t.Untracked,
 		Flows:       t.Flows,
 		Other:       s.other,
 		KernelDrops: st.RxDropped[netdev.DropKernel],

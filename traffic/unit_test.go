@@ -69,6 +69,11 @@ func TestCounter(t *testing.T) {
 		{"new run restarts the flow", []pkt{{1, 0, 0}, {1, 0, 2}, {2, 0, 0}, {2, 0, 1}},
 			FlowTotals{Packets: 4, Lost: 1, Flows: 2}},
 		{"untracked flow", []pkt{{1, MaxFlows, 0}, {1, 0, 0}}, FlowTotals{Packets: 2, Flows: 1, Untracked: 1}},
+		// A stamp far from its flow, either way, is not a loss.
+		{"forged far ahead", seq(0, 0, 1, 1<<63, 2), FlowTotals{Packets: 4, Flows: 1, Untracked: 1}},
+		{"jump at the bound", seq(0, 0, 1+MaxSeqJump-1), FlowTotals{Packets: 2, Lost: MaxSeqJump - 1, Flows: 1}},
+		{"jump past the bound", seq(0, 0, 1+MaxSeqJump), FlowTotals{Packets: 2, Flows: 1, Untracked: 1}},
+		{"forged far behind", seq(0, 1<<40, 1<<40+1, 3), FlowTotals{Packets: 3, Flows: 1, Untracked: 1}},
 		// A GSO super-packet of 4 sent whole 3 times (clones), twice.
 		{"gso clones", seq(0, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7),
 			FlowTotals{Packets: 24, Duplicates: 16, Flows: 1}},
