@@ -77,7 +77,10 @@ var (
 // buffers from the device's Cache (with recvfrom(2) when it wants one
 // datagram, as a busy-polling ping-pong does: the cheapest receive call): a
 // datagram shorter than the copybreak threshold is copied into a
-// right-sized buffer and the posted one stays posted (seed 001); a GRO
+// right-sized buffer and the posted one stays posted (seed 001; the
+// threshold is cut, at Open, to what the largest size class below the
+// receive buffer's holds behind the headroom: no copy where none is
+// smaller, as with a RecvSize of 64, since it would save no memory); a GRO
 // train is split into one buffer per datagram (copies for segments shorter
 // than the copybreak threshold, clones sharing the train's buffer
 // otherwise). A datagram longer than the receive buffer is dropped

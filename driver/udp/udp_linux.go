@@ -352,6 +352,17 @@ func (d *Device) initBuffers(cfg Config) error {
 	if cfg.RecvSize > 0 {
 		recvSize = cfg.RecvSize
 	}
+	// A copy saves memory only when it lands in a smaller class than the
+	// receive buffer: a datagram whose copy would take a block as large
+	// is handed over in its receive buffer (with RecvSize 64, say, there
+	// is no smaller class, and the copy would only cost time).
+	smaller := 0
+	for _, c := range classes {
+		if c.Size < block {
+			smaller = c.Size
+		}
+	}
+	d.copybreak = min(d.copybreak, max(0, smaller-d.headroom+1))
 	d.cache = p.NewCache()
 	d.tx.init(d.batch)
 	d.rx.init(d.batch, recvSize, d.gro)

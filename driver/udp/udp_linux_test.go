@@ -113,18 +113,26 @@ func TestCopybreak(t *testing.T) {
 		copybreak, headroom int
 		size                int
 		copied              bool
+		recv                int // Config.RecvSize
 	}{
-		{0, 0, 100, true},
-		{0, 0, 255, true},
-		{0, 0, 256, false},
-		{netdev.CopybreakOff, 0, 10, false},
-		{1000, 0, 999, true},
-		{0, 200, 100, true},
-		{0, 200, 1200, false},
-		{0, 64, 100, true},
-		{0, 64, 1000, false},
+		{0, 0, 100, true, 0},
+		{0, 0, 255, true, 0},
+		{0, 0, 256, false, 0},
+		{netdev.CopybreakOff, 0, 10, false, 0},
+		// Under the threshold, but a copy saves memory only into a
+		// smaller class than the 2 KiB receive buffer: up to 384 bytes
+		// behind 128 of headroom in a 512-byte block.
+		{1000, 0, 384, true, 0},
+		{1000, 0, 385, false, 0},
+		{1000, 0, 999, false, 0},
+		// Receive buffers of the smallest class already: never copied.
+		{0, 0, 60, false, 64},
+		{0, 200, 100, true, 0},
+		{0, 200, 1200, false, 0},
+		{0, 64, 100, true, 0},
+		{0, 64, 1000, false, 0},
 	} {
-		t.Run(fmt.Sprintf("copybreak=%d/headroom=%d/size=%d", tc.copybreak, tc.headroom, tc.size), func(t *testing.T) {
+		t.Run(fmt.Sprintf("copybreak=%d/headroom=%d/size=%d/recv=%d", tc.copybreak, tc.headroom, tc.size, tc.recv), func(t *testing.T) {
 			p, err := pool.New(pool.Config{})
 			if err != nil {
 				t.Fatal(err)
@@ -134,7 +142,7 @@ func TestCopybreak(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			rxc := Config{Config: netdev.Config{Pool: p, Copybreak: tc.copybreak, Headroom: tc.headroom}}
+			rxc := Config{Config: netdev.Config{Pool: p, Copybreak: tc.copybreak, Headroom: tc.headroom}, RecvSize: tc.recv}
 			tx, rx := pair(t, lo4, Config{}, rxc)
 			for i := range 10 {
 				if err := tx.Xmit(fill(t, tx, uint32(i), tc.size), false); err != nil {
