@@ -5,6 +5,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"github.com/skbdev/skb/internal/thread"
 	"net"
 	"net/netip"
 	"os"
@@ -417,12 +418,12 @@ func (h *Host) Threaded() (bool, error) {
 // withSysfs runs fn on a discarded thread with a private mount namespace, inside
 // h's network namespace, with a sysfs of that namespace mounted on /sys.
 func (h *Host) withSysfs(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		// The thread stays locked: its mount and network namespaces are changed,
-		// so the runtime ends it when this goroutine returns.
-		runtime.LockOSThread()
-		errc <- func() error {
+	var err error
+	// thread.Run ends the thread with fn (never the process's main
+	// thread, which the runtime cannot end): its mount and network
+	// namespaces are changed.
+	thread.Run(func() {
+		err = func() error {
 			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 				return fmt.Errorf("unshare mount namespace: %w%s", err, need(err, "CAP_SYS_ADMIN"))
 			}
@@ -438,8 +439,8 @@ func (h *Host) withSysfs(fn func() error) error {
 			}
 			return fn()
 		}()
-	}()
-	return <-errc
+	})
+	return err
 }
 
 // SetOffloads sets GRO, TSO and transmit checksumming on h's veth end with
@@ -836,30 +837,15 @@ func (h *Host) sysctl(key, value string) error {
 // makeNS makes the named network namespace with netns.NewNamed on a thread
 // that is discarded afterwards (NewNamed leaves it inside the new namespace).
 func makeNS(name string) error {
-	errc := make(chan error, 1)
-	go func() {
-		// NewNamed moves the thread into the new namespace. The thread goes
-		// back to where it was and is unlocked; when it cannot go back it
-		// stays locked, and the runtime ends it with the goroutine (or,
-		// the process's main thread, parks it for good), so no goroutine
-		// runs in the lab by accident.
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		ns, err := netns.NewNamed(name)
-		if err == nil {
+	var err error
+	// NewNamed moves the thread into the new namespace: thread.Run ends
+	// the thread with it (never the process's main thread).
+	thread.Run(func() {
+		var ns netns.NsHandle
+		if ns, err = netns.NewNamed(name); err == nil {
 			ns.Close()
 		}
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	err := <-errc
+	})
 	if err != nil && !errors.Is(err, os.ErrExist) {
 		// NewNamed leaves its mount point file behind when the bind mount fails;
 		// a file that is a mount point cannot be removed (EBUSY), so this never
