@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/skbdev/skb/driver/memring"
-	"github.com/skbdev/skb/header"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/skb"
 )
@@ -83,21 +82,7 @@ func TestSinkCountExact(t *testing.T) {
 	uf := labFrame("198.18.0.1", "198.18.0.2", 9000)
 	hl := uf.HeaderLen()
 	for i := range 2 {
-		buf, err := a.Cache().Alloc(hl + seg*segs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := buf.Put(hl + seg*segs)
-		clear(f)
-		for k := range segs {
-			PutStamp(f[hl+k*seg:], Stamp{Run: 7, Seq: uint64(i*segs + k), Tstamp: 1})
-		}
-		if _, err := header.BuildUDP(f, uf); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Xmit(buf, false); err != nil {
-			t.Fatal(err)
-		}
+		sendSuper(t, a, uf, seg, segs, 7, uint64(i*segs))
 	}
 	s, err = NewSink(gsoFramer{b, true, seg, segs}, SinkConfig{Link: true, Port: 9000, Count: 6, Duration: 10 * time.Second})
 	if err != nil {
@@ -285,21 +270,7 @@ func TestRunSinksCountGSO(t *testing.T) {
 	devs := make([]netdev.Device, len(rx))
 	for d, a := range tx {
 		for i := range frames {
-			buf, err := a.Cache().Alloc(hl + seg*segs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := buf.Put(hl + seg*segs)
-			clear(f)
-			for k := range segs {
-				PutStamp(f[hl+k*seg:], Stamp{Run: uint32(7 + d), Seq: uint64(i*segs + k), Tstamp: 1})
-			}
-			if _, err := header.BuildUDP(f, uf); err != nil {
-				t.Fatal(err)
-			}
-			if err := a.Xmit(buf, false); err != nil {
-				t.Fatal(err)
-			}
+			sendSuper(t, a, uf, seg, segs, uint32(7+d), uint64(i*segs))
 		}
 		devs[d] = gsoFramer{rx[d].(*memring.Device), true, seg, segs}
 	}

@@ -701,19 +701,11 @@ func TestSinkOnePollSpan(t *testing.T) {
 func TestSinkForgedStamps(t *testing.T) {
 	a, b := pair(t, memring.Config{RingSize: 64})
 	now := time.Now().UnixNano()
+	var sts []Stamp
 	for i, ts := range []int64{0, math.MinInt64, math.MaxInt64, now} {
-		p, err := a.Cache().Alloc(64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		PutStamp(p.Put(64), Stamp{Run: 7, Seq: uint64(i), Tstamp: ts})
-		if err := a.Xmit(p, true); err != nil {
-			t.Fatal(err)
-		}
+		sts = append(sts, Stamp{Run: 7, Seq: uint64(i), Tstamp: ts})
 	}
-	if err := a.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	sendStamps(t, a, sts)
 	s, err := NewSink(b, SinkConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -731,19 +723,11 @@ func TestSinkForgedStamps(t *testing.T) {
 // its flow's counts as unstamped, not as 2^63 lost packets.
 func TestSinkForgedSeq(t *testing.T) {
 	a, b := pair(t, memring.Config{RingSize: 64})
+	var sts []Stamp
 	for _, seq := range []uint64{0, 1, 1 << 63, 2} {
-		p, err := a.Cache().Alloc(64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		PutStamp(p.Put(64), Stamp{Run: 9, Seq: seq, Tstamp: time.Now().UnixNano()})
-		if err := a.Xmit(p, true); err != nil {
-			t.Fatal(err)
-		}
+		sts = append(sts, Stamp{Run: 9, Seq: seq, Tstamp: time.Now().UnixNano()})
 	}
-	if err := a.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	sendStamps(t, a, sts)
 	s, err := NewSink(b, SinkConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -751,5 +735,47 @@ func TestSinkForgedSeq(t *testing.T) {
 	pollAll(t, s)
 	if r := s.Result(); r.Packets != 4 || r.Lost != 0 || r.Unstamped != 1 {
 		t.Errorf("packets %d, lost %d, unstamped %d: want 4, 0, 1", r.Packets, r.Lost, r.Unstamped)
+	}
+}
+
+// sendStamps sends one 64-byte datagram stamped with each of sts through
+// a, with one doorbell.
+func sendStamps(t testing.TB, a *memring.Device, sts []Stamp) {
+	t.Helper()
+	for _, st := range sts {
+		p, err := a.Cache().Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		PutStamp(p.Put(64), st)
+		if err := a.Xmit(p, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sendSuper sends one frame of uf holding segs seg-byte UDP segments
+// through a, stamped run with sequence numbers seq0 on: the frame of a
+// GSO super-frame as a veth hands it over whole.
+func sendSuper(t testing.TB, a netdev.Device, uf *header.UDPFrame, seg, segs int, run uint32, seq0 uint64) {
+	t.Helper()
+	hl := uf.HeaderLen()
+	buf, err := a.Cache().Alloc(hl + seg*segs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := buf.Put(hl + seg*segs)
+	clear(f)
+	for k := range segs {
+		PutStamp(f[hl+k*seg:], Stamp{Run: run, Seq: seq0 + uint64(k), Tstamp: 1})
+	}
+	if _, err := header.BuildUDP(f, uf); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Xmit(buf, false); err != nil {
+		t.Fatal(err)
 	}
 }
