@@ -83,7 +83,9 @@ type FlowTotals struct {
 // MaxSeqJump bounds how far a stamp's sequence number may be from the next
 // one its flow expects, either way, to count: 2^32 packets, more than one
 // flow of a run loses or reorders, so a stamp past it is corrupt or forged
-// and counts as untracked rather than as 2^63 lost packets.
+// and counts as untracked rather than as 2^63 lost packets. A flow's first
+// stamp sets where it starts: when that one is forged, the flow's genuine
+// stamps that follow count as untracked instead.
 const MaxSeqJump = 1 << 32
 
 // Counter counts stamped packets per flow, for loss, reordering and
@@ -121,7 +123,7 @@ func (c *Counter) Add(s Stamp) {
 		c.folded.Flows++
 		f.active = false
 	}
-	if f.active && (s.Seq >= f.next && s.Seq-f.next >= MaxSeqJump || s.Seq < f.next && f.next-s.Seq > MaxSeqJump) {
+	if f.active && (s.Seq >= f.next && s.Seq-f.next >= MaxSeqJump || s.Seq < f.next && f.next-s.Seq >= MaxSeqJump) {
 		c.untracked++
 		return
 	}

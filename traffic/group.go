@@ -96,7 +96,7 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 	}
 	nr := len(devs)
 	if nr > SoloSinks {
-		nr = runtime.GOMAXPROCS(0)
+		nr = min(nr, runtime.GOMAXPROCS(0))
 	}
 	if cfg.OnInterval != nil {
 		g.merge = newMerger(nr)
@@ -222,6 +222,7 @@ func (r *runner) run(done <-chan struct{}) {
 			}
 			if err != nil {
 				r.errs[i] = err
+				fresh = false
 				continue
 			}
 			kept = append(kept, i)

@@ -122,13 +122,15 @@ func TestRunSinksCountExact(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		for _, a := range tx {
-			g, err := NewPktgen(a, PktgenConfig{Count: 1 << 20, Burst: 16, Duration: 10 * time.Second})
+			// Until cancelled: a count the generators reach while the
+			// sinks are starved of CPU would leave them short of 5000.
+			g, err := NewPktgen(a, PktgenConfig{Count: 1 << 40, Burst: 16, Duration: 10 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
 			wg.Go(func() { g.Run(ctx) })
 		}
-		r, err := RunSinks(context.Background(), rx, SinkConfig{Count: 5000, Duration: 10 * time.Second})
+		r, err := RunSinks(context.Background(), rx, SinkConfig{Count: 5000, Duration: 10 * time.Second, Idle: -1})
 		cancel()
 		wg.Wait()
 		if err != nil || r.Packets != 5000 {
@@ -138,7 +140,8 @@ func TestRunSinksCountExact(t *testing.T) {
 }
 
 // TestRunSinksIntervals runs SoloSinks+16 sinks, polled in rounds by
-// GOMAXPROCS goroutines, with a 20 ms interval while a generator feeds every device: the merged
+// GOMAXPROCS goroutines, with a 20 ms interval while a generator feeds
+// every device: the merged
 // intervals come in increasing order, one per interval index, about one
 // per 20 ms, adding up to no more than the result; the group uses no more
 // goroutines than GOMAXPROCS.
@@ -278,5 +281,82 @@ func TestRunSinksCountGSO(t *testing.T) {
 	r, err := RunSinks(context.Background(), devs, SinkConfig{Link: true, Port: 9000, Count: count, Budget: 8, Duration: 5 * time.Second})
 	if err != nil || r.Packets != count || r.Lost != 0 {
 		t.Errorf("RunSinks = %+v, %v; want %d datagrams, none lost", r, err, count)
+	}
+}
+
+// firstGSO is a memring device whose first buffer handed over is a GSO
+// super-packet of 4 64-byte datagrams; the others are plain.
+type firstGSO struct {
+	*memring.Device
+	n *int
+}
+
+func (g firstGSO) Poll(budget int, h netdev.Handler) (int, error) {
+	return g.Device.Poll(budget, func(b *skb.Buff) {
+		if *g.n == 0 {
+			b.SetGSO(64, 4, skb.GSOUDPL4)
+		}
+		*g.n++
+		h(b)
+	})
+}
+
+// TestCountGSOThenPlain has a GSO buffer of 4 datagrams come first in a
+// Poll, plain datagrams after it: a lone sink with Count 5 and a group
+// with Count 10 count exactly that many, and the lone sink's next Poll
+// hands over nothing.
+func TestCountGSOThenPlain(t *testing.T) {
+	queue := func(a *memring.Device, plain int) {
+		sts := make([]Stamp, 4+plain)
+		for i := range sts {
+			sts[i] = Stamp{Run: 3, Seq: uint64(i), Tstamp: 1}
+		}
+		p, err := a.Cache().Alloc(256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := p.Put(256)
+		for k := range 4 {
+			PutStamp(d[64*k:], sts[k])
+		}
+		if err := a.Xmit(p, true); err != nil {
+			t.Fatal(err)
+		}
+		sendStamps(t, a, sts[4:])
+	}
+	a, b := pair(t, memring.Config{RingSize: 64})
+	queue(a, 9)
+	n := 0
+	s, err := NewSink(firstGSO{b, &n}, SinkConfig{Count: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Result(); r.Packets != 5 {
+		t.Errorf("lone sink, Count 5: counted %d", r.Packets)
+	}
+	if m, err := s.Poll(); m != 0 || err != nil {
+		t.Errorf("Poll after Count = %d, %v; want 0, nil", m, err)
+	}
+
+	a, b = pair(t, memring.Config{RingSize: 64})
+	queue(a, 20)
+	_, b2 := pair(t, memring.Config{RingSize: 64})
+	n = 0
+	r, err := RunSinks(context.Background(), []netdev.Device{firstGSO{b, &n}, b2}, SinkConfig{Count: 10, Budget: 10, Duration: 5 * time.Second})
+	if err != nil || r.Packets != 10 || r.Lost != 0 {
+		t.Errorf("group, Count 10: %+v, %v; want 10 packets, none lost", r, err)
+	}
+}
+
+// TestRunSinksManyProcs runs a group of SoloSinks+1 devices with GOMAXPROCS
+// above that: no more polling goroutines than devices.
+func TestRunSinksManyProcs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(SoloSinks + 10))
+	_, rx := pairs(t, SoloSinks+1, memring.Config{RingSize: 64})
+	if _, err := RunSinks(context.Background(), rx, SinkConfig{Duration: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -71,7 +71,8 @@ type SinkConfig struct {
 	// (0: no limit). Count is exact: each Poll's budget is cut to the
 	// packets Count still allows, so the rest stay queued in the device,
 	// and a GSO buffer that crosses it counts its datagrams up to Count
-	// (the rest are freed uncounted; its FrameBytes count whole).
+	// (the rest are freed uncounted; its FrameBytes count whole), as are
+	// the buffers after it in the same Poll.
 	Duration time.Duration
 	Idle     time.Duration
 	Count    uint64
@@ -105,8 +106,8 @@ type SinkConfig struct {
 	Interval   time.Duration
 
 	// Thread runs each of RunSinks' polling goroutines (one per device,
-	// or per share of the devices when there are more devices than
-	// GOMAXPROCS) on an OS thread of its own with a private descriptor
+	// or per share of the devices when there are more than SoloSinks) on
+	// an OS thread of its own with a private descriptor
 	// table (netdev.RunOnThread), so that its system calls on the devices
 	// skip the file reference a table shared between threads costs; where
 	// that is refused, on a goroutine as without it. Sink.Run itself runs
@@ -278,7 +279,7 @@ func (s *Sink) Poll() (int, error) {
 		s.grant = s.quota.take(uint64(budget))
 		s.limit = s.packets + s.grant
 	}
-	if left := s.limit - s.packets; left < uint64(budget) {
+	if left := s.limit - min(s.packets, s.limit); left < uint64(budget) {
 		budget = int(left)
 	}
 	if budget == 0 {
@@ -337,21 +338,34 @@ func (s *Sink) handle(b *skb.Buff) {
 		// A GSO buffer handed over unsegmented (a link-layer GSOFramer's
 		// super-frame, or a datagram device or wrapper that keeps the GSO
 		// fields): count its datagrams, up to the limit (Poll's budget
-		// counts buffers, not datagrams). In a group, a super-frame
-		// past the Poll's grant takes what it needs from the group's
-		// quota, so that only the group's Count cuts it.
-		if need := uint64((plen + g - 1) / g); s.quota != nil && s.packets+need > s.limit {
-			more := s.quota.take(s.packets + need - s.limit)
+		// counts buffers, not datagrams). In a group, the Poll's grant
+		// holds one packet per buffer: a super-frame takes its other
+		// datagrams from the group's quota, so that the buffers after it
+		// keep theirs and only the group's Count cuts it.
+		if need := uint64((plen + g - 1) / g); s.quota != nil && need > 1 {
+			more := s.quota.take(need - 1)
 			s.grant += more
 			s.limit += more
 		}
 		for o := 0; o < plen && s.packets < s.limit; o += g {
 			s.count(b, off+o, min(g, plen-o), now)
 		}
-	} else {
+	} else if s.packets < s.limit || s.quota != nil && s.takeOne() {
 		s.count(b, off, plen, now)
 	}
 	s.cache.Free(b)
+}
+
+// takeOne takes one more packet from the group's quota for a buffer past
+// the Poll's grant (one a super-frame before it in the Poll left without
+// its share), reporting whether there was one.
+func (s *Sink) takeOne() bool {
+	if s.quota.take(1) == 0 {
+		return false
+	}
+	s.grant++
+	s.limit++
+	return true
 }
 
 // gsoSize returns b's GSO size, or 0 on a link-layer device that delivers

@@ -74,6 +74,8 @@ func TestCounter(t *testing.T) {
 		{"jump at the bound", seq(0, 0, 1+MaxSeqJump-1), FlowTotals{Packets: 2, Lost: MaxSeqJump - 1, Flows: 1}},
 		{"jump past the bound", seq(0, 0, 1+MaxSeqJump), FlowTotals{Packets: 2, Flows: 1, Untracked: 1}},
 		{"forged far behind", seq(0, 1<<40, 1<<40+1, 3), FlowTotals{Packets: 3, Flows: 1, Untracked: 1}},
+		{"behind at the bound", seq(0, 1<<40, 1<<40+1, 1<<40+2-MaxSeqJump), FlowTotals{Packets: 3, Flows: 1, Untracked: 1}},
+		{"behind within the bound", seq(0, 1<<40, 1<<40+1, 1<<40+3-MaxSeqJump), FlowTotals{Packets: 3, Reordered: 1, Lost: MaxSeqJump - 4, Flows: 1}},
 		// A GSO super-packet of 4 sent whole 3 times (clones), twice.
 		{"gso clones", seq(0, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7),
 			FlowTotals{Packets: 24, Duplicates: 16, Flows: 1}},
