@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -74,6 +75,44 @@ func startBg(t *testing.T, cmd *exec.Cmd) *bg {
 		b.done <- nil
 	})
 	return b
+}
+
+// bound waits until the command has a UDP socket bound to addr's port in
+// its network namespace (its /proc/PID/net/udp or udp6, proc(5)): a
+// server or sink that has bound it is ready for traffic. It fails the
+// test when the command exits first or 5 s pass.
+func (b *bg) bound(t *testing.T, addr string) {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := fmt.Sprintf(":%04X ", port)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, f := range []string{"udp", "udp6"} {
+			tab, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", b.cmd.Process.Pid, f))
+			for _, line := range strings.Split(string(tab), "\n")[1:] {
+				if fs := strings.Fields(line); len(fs) > 1 && strings.HasSuffix(fs[1]+" ", local) {
+					return
+				}
+			}
+		}
+		select {
+		case err := <-b.done:
+			b.done <- err
+			t.Fatalf("%v exited before binding %s: %v\nstderr: %s", b.cmd.Args, addr, err, b.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v did not bind %s in 5s\nstderr: %s", b.cmd.Args, addr, b.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // wait waits for the command to exit and returns its stdout.
@@ -162,7 +201,7 @@ func TestPktgenSinkJSON(t *testing.T) {
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
 			sink := startBg(t, exec.Command(buildSkb(t), append([]string{"sink", "--json", "--listen", addr,
 				"-n", strconv.FormatUint(tc.count, 10), "-t", "10s"}, tc.sink...)...))
-			time.Sleep(200 * time.Millisecond) // let it bind
+			sink.bound(t, addr)
 			out := mustSkb(t, append([]string{"pktgen", "--json", "--dst", addr, "-t", "10s"}, tc.pktgen...)...)
 			_, gr := ndjson(t, out)
 			_, sr := ndjson(t, sink.wait(t))
@@ -187,7 +226,7 @@ func TestPktgenSinkText(t *testing.T) {
 	port := freePorts(t, 1)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	sink := startBg(t, exec.Command(buildSkb(t), "sink", "--listen", addr, "-t", "10s", "--idle", "300ms"))
-	time.Sleep(200 * time.Millisecond)
+	sink.bound(t, addr)
 	out := mustSkb(t, "pktgen", "--dst", addr, "-t", "2500ms", "-r", "5000", "-b", "4")
 	// A line per second (a stalled machine may skip one), then the result.
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -213,7 +252,7 @@ func TestSinkTextDuplicates(t *testing.T) {
 	port := freePorts(t, 1)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	sink := startBg(t, exec.Command(buildSkb(t), "sink", "--listen", addr, "-n", "1000", "-t", "10s", "--idle", "2s"))
-	time.Sleep(200 * time.Millisecond)
+	sink.bound(t, addr)
 	mustSkb(t, "pktgen", "--dst", addr, "-n", "999", "--clone", "3", "-r", "20000", "-t", "10s")
 	c, err := net.Dial("udp", addr)
 	if err != nil {
@@ -255,7 +294,7 @@ func TestPingPongCLI(t *testing.T) {
 			cargs = append(cargs, "--busy-poll")
 		}
 		srv := startBg(t, exec.Command(buildSkb(t), args...))
-		time.Sleep(200 * time.Millisecond)
+		srv.bound(t, addr)
 		out := mustSkb(t, cargs...)
 		// ibv_rc_pingpong's lines, then the percentiles.
 		re := regexp.MustCompile(`(?m)^(\[.*\n)*400000 bytes in \d+\.\d\d seconds = \d+\.\d\d Mbit/sec
@@ -283,7 +322,7 @@ $`)
 func TestPingPongServerLeaves(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1))
 	srv := startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", addr, "-t", "10s", "--count", "20"))
-	time.Sleep(200 * time.Millisecond)
+	srv.bound(t, addr)
 	out, errOut, code := skb(t, "pingpong", "--connect", addr, "-n", "100000", "--warmup", "-1", "--timeout", "200ms", "-t", "10s")
 	srv.wait(t)
 	want := "skb: pingpong: " + addr + " refused the packets (ICMP port unreachable) after "
@@ -297,7 +336,7 @@ func TestPingPongServerLeaves(t *testing.T) {
 		t.Errorf("stdout counts lost requests apart from the refusal:\n%s", out)
 	}
 	srv = startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", addr, "-t", "10s", "--count", "20"))
-	time.Sleep(200 * time.Millisecond)
+	srv.bound(t, addr)
 	out, errOut, code = skb(t, "pingpong", "--connect", addr, "-n", "100000", "--warmup", "-1", "--timeout", "200ms", "-t", "10s", "--json")
 	srv.wait(t)
 	_, r := ndjson(t, out)
@@ -319,7 +358,7 @@ func TestPingPongFrom(t *testing.T) {
 		port := freePorts(t, 1)
 		srv := startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", fmt.Sprintf("0.0.0.0:%d", port),
 			"--from", tc.from, "--idle", "300ms", "-t", "10s"))
-		time.Sleep(200 * time.Millisecond)
+		srv.bound(t, fmt.Sprintf("0.0.0.0:%d", port))
 		timeout := "100ms" // an unanswered request ends the run after it
 		if tc.answer {
 			timeout = "2s" // a reply that should come, on a loaded machine
@@ -361,7 +400,7 @@ func TestBigDatagrams(t *testing.T) {
 		t.Run("sink "+name, func(t *testing.T) {
 			addr := net.JoinHostPort(tc.host, strconv.Itoa(freePorts(t, 1)))
 			sink := startBg(t, exec.Command(buildSkb(t), "sink", "--json", "--listen", addr, "-n", "200", "-t", "10s"))
-			time.Sleep(200 * time.Millisecond)
+			sink.bound(t, addr)
 			_, gr := ndjson(t, mustSkb(t, "pktgen", "--json", "--dst", addr, "-s", tc.size, "-n", "200", "-r", "5000", "-t", "10s"))
 			_, sr := ndjson(t, sink.wait(t))
 			if num(gr, "packets") != 200 || num(sr, "packets") != 200 || num(sr, "bytes") != num(gr, "bytes") ||
@@ -375,7 +414,7 @@ func TestBigDatagrams(t *testing.T) {
 		t.Run("pingpong "+name, func(t *testing.T) {
 			addr := net.JoinHostPort(tc.host, strconv.Itoa(freePorts(t, 1)))
 			srv := startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", addr, "-t", "10s", "--count", "55"))
-			time.Sleep(200 * time.Millisecond)
+			srv.bound(t, addr)
 			_, r := ndjson(t, mustSkb(t, "pingpong", "--json", "--connect", addr, "-s", tc.size, "-n", "50", "--timeout", "2s", "-t", "10s"))
 			if sout := srv.wait(t); num(r, "iters") != 50 || num(r, "lost") != 0 || !strings.Contains(sout, "echoed 55 packets") {
 				t.Errorf("client %v\nserver %s", r, sout)
@@ -632,7 +671,7 @@ func TestLinkLayerCLI(t *testing.T) {
 	}
 	t.Run("afpacket to udp", func(t *testing.T) {
 		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--listen", "198.18.0.2:9000", "-n", "1000", "-t", "10s", "--flows", "2"))
-		time.Sleep(200 * time.Millisecond)
+		sink.bound(t, "198.18.0.2:9001") // the last of its two ports
 		_, gr := ndjson(t, run(&l.A, "pktgen", "--dev", devA, "--dst", "198.18.0.2:9000", "-n", "1000", "-r", "20000",
 			"-b", "16", "--flows", "2", "--json"))
 		_, sr := ndjson(t, sink.wait(t))
@@ -653,7 +692,7 @@ func TestLinkLayerCLI(t *testing.T) {
 	t.Run("afpacket sink", func(t *testing.T) {
 		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9000",
 			"-n", "1000", "-t", "10s"))
-		time.Sleep(300 * time.Millisecond)
+		sink.bound(t, "198.18.0.2:9000")
 		run(&l.A, "pktgen", "--dst", "198.18.0.2:9000", "-n", "1000", "-r", "20000", "--json")
 		_, sr := ndjson(t, sink.wait(t))
 		if num(sr, "packets") != 1000 || num(sr, "lost") != 0 || num(sr, "bytes") != 64000 || num(sr, "frame_bytes") != 106000 {
@@ -663,7 +702,7 @@ func TestLinkLayerCLI(t *testing.T) {
 		// datagrams: each counts as the datagrams it holds.
 		sink = startBg(t, l.B.Cmd(bin, "sink", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9000",
 			"-n", "640", "-t", "10s"))
-		time.Sleep(300 * time.Millisecond)
+		sink.bound(t, "198.18.0.2:9000")
 		run(&l.A, "pktgen", "--dst", "198.18.0.2:9000", "-n", "640", "--gso", "-r", "20000", "--json")
 		_, sr = ndjson(t, sink.wait(t))
 		if num(sr, "packets") != 640 || num(sr, "lost") != 0 || num(sr, "bytes") != 40960 {
@@ -672,7 +711,7 @@ func TestLinkLayerCLI(t *testing.T) {
 	})
 	t.Run("pingpong afpacket to udp", func(t *testing.T) {
 		srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--listen", "0.0.0.0:9100", "-t", "20s", "--count", "330"))
-		time.Sleep(200 * time.Millisecond)
+		srv.bound(t, "0.0.0.0:9100")
 		_, r := ndjson(t, run(&l.A, "pingpong", "--dev", devA, "--connect", "198.18.0.2:9100", "--src", "198.18.0.1:4321",
 			"-n", "300", "--timeout", "5s", "-t", "20s", "--json"))
 		srv.wait(t)
@@ -747,7 +786,7 @@ func TestLinkLayerCLI(t *testing.T) {
 	t.Run("link-layer sink on any address", func(t *testing.T) {
 		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "0.0.0.0:9000",
 			"-n", "100", "-t", "10s"))
-		time.Sleep(300 * time.Millisecond)
+		sink.bound(t, "0.0.0.0:9000")
 		run(&l.A, "pktgen", "--dst", "198.18.0.2:9000", "-n", "100", "-r", "20000", "--json")
 		_, sr := ndjson(t, sink.wait(t))
 		if num(sr, "packets") != 100 || sr["listen"] != "0.0.0.0:9000" {
@@ -772,7 +811,7 @@ func TestLinkLayerCLI(t *testing.T) {
 	}
 	t.Run("afxdp", func(t *testing.T) {
 		sink := startBg(t, l.B.Cmd(bin, "sink", "--json", "--listen", "198.18.0.2:9000", "-n", "500", "-t", "10s"))
-		time.Sleep(200 * time.Millisecond)
+		sink.bound(t, "198.18.0.2:9000")
 		_, gr := ndjson(t, run(&l.A, "pktgen", "--dev", "afxdp:"+l.A.Ifname, "--dst", "198.18.0.2:9000", "-n", "500", "-r", "20000", "-b", "8", "--json"))
 		_, sr := ndjson(t, sink.wait(t))
 		if num(gr, "packets") != 500 || num(sr, "packets") != 500 {
@@ -780,7 +819,7 @@ func TestLinkLayerCLI(t *testing.T) {
 		}
 		// UDP checksum 0 ("none" over IPv4): B's stack takes the frames.
 		sink = startBg(t, l.B.Cmd(bin, "sink", "--json", "--listen", "198.18.0.2:9000", "-n", "500", "-t", "10s"))
-		time.Sleep(200 * time.Millisecond)
+		sink.bound(t, "198.18.0.2:9000")
 		_, gr = ndjson(t, run(&l.A, "pktgen", "--dev", "afxdp:"+l.A.Ifname, "--dst", "198.18.0.2:9000", "-n", "500", "-r", "20000",
 			"-b", "8", "--no-udp-csum", "--json"))
 		_, sr = ndjson(t, sink.wait(t))
@@ -866,7 +905,7 @@ func TestPktgenUnreachable(t *testing.T) {
 	port := freePorts(t, 4)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	sink := startBg(t, exec.Command(buildSkb(t), "sink", "--json", "--listen", addr, "-n", "100", "-t", "10s"))
-	time.Sleep(200 * time.Millisecond)
+	sink.bound(t, addr)
 	out, errOut, code := skb(t, "pktgen", "--json", "--dst", addr, "-f", "4", "-n", "400", "-r", "20000", "-t", "10s")
 	if code != 0 {
 		t.Fatalf("pktgen: exit %d: %s", code, errOut)
