@@ -100,9 +100,10 @@ func Remove(name string) error {
 }
 
 // Procs returns the IDs of the processes running inside the recorded lab
-// called name: those whose network namespace is one of its two, matched by
-// device and inode number (/run/netns/NS against /proc/PID/ns/net, see
-// proc(5) and ip-netns(8)), in increasing order. Processes that exit or
+// called name: those with a thread whose network namespace is one of its
+// two, matched by device and inode number (/run/netns/NS against
+// /proc/PID/task/TID/ns/net, see proc(5) and ip-netns(8)), in increasing
+// order. Processes that exit or
 // cannot be inspected while it looks are skipped. It returns an error
 // wrapping ErrNotFound when no such lab is recorded.
 func Procs(name string) ([]int, error) {
@@ -131,12 +132,15 @@ func Procs(name string) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		var st unix.Stat_t
-		if unix.Stat("/proc/"+e.Name()+"/ns/net", &st) != nil {
-			continue
-		}
-		if slices.Contains(nss, id{st.Dev, st.Ino}) {
-			pids = append(pids, pid)
+		// Each thread has its namespace: a process counts when any of
+		// its threads is inside (a Go program's locked thread may be).
+		tasks, _ := os.ReadDir("/proc/" + e.Name() + "/task")
+		for _, task := range tasks {
+			var st unix.Stat_t
+			if unix.Stat("/proc/"+e.Name()+"/task/"+task.Name()+"/ns/net", &st) == nil && slices.Contains(nss, id{st.Dev, st.Ino}) {
+				pids = append(pids, pid)
+				break
+			}
 		}
 	}
 	slices.Sort(pids)

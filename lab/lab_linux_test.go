@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -737,12 +738,23 @@ func TestUnprivileged(t *testing.T) {
 	}
 }
 
-// TestProcs checks lab.Procs: nothing inside a fresh lab, ErrNotFound for
-// one not recorded. (cmd/skb's TestLabDownBusy finds a process inside.)
+// TestProcs checks lab.Procs: nothing inside a fresh lab, this process
+// while one of its threads is inside, ErrNotFound for one not recorded. (cmd/skb's TestLabDownBusy finds a process inside.)
 func TestProcs(t *testing.T) {
 	l := labtest.New(t, lab.Options{})
 	if pids, err := lab.Procs(l.Name); err != nil || len(pids) != 0 {
 		t.Errorf("Procs(%s) = %v, %v: want none", l.Name, pids, err)
+	}
+	// A thread of this process inside A: the process counts.
+	err := l.A.Do(func() error {
+		pids, err := lab.Procs(l.Name)
+		if err == nil && !slices.Contains(pids, os.Getpid()) {
+			err = fmt.Errorf("pids %v lack this process (%d), one of whose threads is inside", pids, os.Getpid())
+		}
+		return err
+	})
+	if err != nil {
+		t.Error(err)
 	}
 	if _, err := lab.Procs("skbnosuchlab"); !errors.Is(err, lab.ErrNotFound) {
 		t.Errorf("Procs of no lab: %v, want ErrNotFound", err)
