@@ -305,15 +305,7 @@ func TestLinkBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for {
-				k, err := s.Poll()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if k == 0 {
-					break
-				}
-			}
+			pollAll(t, s)
 			sr := s.Result()
 			if sr.Packets != n || sr.Bytes != n*size || sr.FrameBytes != n*(size+tc.hdr) {
 				t.Errorf("sink %+v: want %d payload bytes, %d frame bytes", sr, n*size, n*(size+tc.hdr))
