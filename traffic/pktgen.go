@@ -93,7 +93,9 @@ type PktgenConfig struct {
 	Duration time.Duration
 
 	// Rate limits the packets per second (a token bucket ten milliseconds
-	// deep that sleeps, never spins, when ahead); 0 means no limit.
+	// deep that sleeps, never spins, when ahead); 0 means no limit. A run
+	// of Duration D sends at most Rate x D packets (and one): its last
+	// burst is cut to what the bucket allows before D ends.
 	Rate float64
 
 	// Burst is the number of packets per doorbell: Xmit(b, true) for all
@@ -185,6 +187,8 @@ type schedEntry struct {
 // goroutine, the device's. Make one with NewPktgen, send with Run or Burst,
 // and Close it to free the buffer it keeps for cloning.
 type Pktgen struct {
+	cut, cutFrom uint64 // during Run's burst: at most cut packets from queued == cutFrom; 0: no cut
+
 	dev      netdev.Device
 	cache    *pool.Cache
 	devAlloc Allocator
@@ -395,10 +399,14 @@ func (g *Pktgen) Queued() uint64 { return g.queued }
 
 // remaining returns how many packets the count still allows.
 func (g *Pktgen) remaining() uint64 {
-	if g.cfg.Count == 0 {
-		return math.MaxUint64
+	n := uint64(math.MaxUint64)
+	if g.cfg.Count != 0 {
+		n = g.cfg.Count - min(g.queued, g.cfg.Count)
 	}
-	return g.cfg.Count - min(g.queued, g.cfg.Count)
+	if g.cut != 0 {
+		n = min(n, g.cut-min(g.queued-g.cutFrom, g.cut))
+	}
+	return n
 }
 
 // Burst sends one burst stamped with the current time: Burst packets (fewer
@@ -629,12 +637,17 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 loop:
 	for g.remaining() > 0 {
 		want := int(min(uint64(g.burstLen), g.remaining()))
+		// The run's last burst is cut to what the rate still allows
+		// before the duration ends (-b 64 -r 100 -t 2: 200, not 256).
+		want = pace.due(want, g.duration)
 		now = pace.wait(&g.clk, now, want, g.duration)
 		if now >= g.duration {
 			break
 		}
 		xe := g.xmitErrs
+		g.cut, g.cutFrom = uint64(want), g.queued
 		sent, err := g.burst(g.clk.wall(now))
+		g.cut = 0
 		if sent < want {
 			// A GSO super-packet of fewer datagrams than Burst (a size
 			// of which fewer fit), or a burst cut short: the rate is

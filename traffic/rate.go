@@ -1,6 +1,9 @@
 package traffic
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // pacerDepth is the token bucket's depth in time: after a late wake-up the
 // generator may send up to this much of its rate back to back to catch up,
@@ -48,4 +51,16 @@ func (p *pacer) wait(c *clock, now time.Duration, n int, deadline time.Duration)
 	}
 	p.tat += time.Duration(float64(n) * p.perPacket)
 	return now
+}
+
+// due returns how many packets may still go out before deadline: those
+// whose slot in the bucket starts before it, at most want. A burst cut to
+// it keeps a rate-limited run of duration D at rate R from sending more
+// than R x D (plus one), whatever the burst size; with no limit it is want.
+func (p *pacer) due(want int, deadline time.Duration) int {
+	if p.perPacket == 0 || p.tat >= deadline {
+		return want
+	}
+	n := math.Ceil(float64(deadline-p.tat) / p.perPacket)
+	return int(min(float64(want), max(n, 1)))
 }
