@@ -45,12 +45,13 @@ const SoloSinks = 64
 //
 // The bounds apply to the group, all of whose sinks start together:
 // Duration to the run, Idle to the time since the last packet of any,
-// ctx to all. Count is exact for the group as for one sink: each Poll
-// takes its budget from the packets Count still allows all the sinks
-// (one atomic counter), so they count exactly Count packets between them
-// when that many come, the rest staying queued in their devices (a GSO
-// buffer that crosses Count counts its datagrams up to it, and the rest
-// are freed uncounted).
+// ctx to all. Count is exact for the group as for one sink: each packet
+// a sink counts takes one from what Count still allows all the sinks (one
+// atomic counter), and each Poll's budget is cut to what is left, so they
+// count exactly Count packets between them when that many come, with no
+// gap in a flow; the rest stay queued in their devices, but for the
+// buffers of a Poll that another sink's packets left without their share,
+// and the datagrams of a GSO buffer past Count, which are freed uncounted.
 //
 // OnInterval, when set, is called on the calling goroutine once for each
 // interval index k >= 1 that a polling goroutine reported, in increasing
@@ -91,7 +92,7 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 	}
 	g := &group{}
 	if cfg.Count > 0 {
-		g.quota = &quota{total: cfg.Count}
+		g.quota = &quota{}
 		g.quota.left.Store(cfg.Count)
 	}
 	nr := len(devs)
@@ -364,13 +365,12 @@ func (g *group) saw(t time.Duration) {
 	}
 }
 
-// quota is the packets a group's Count allows its sinks, taken by each
-// Poll up to its budget and given back as far as the Poll did not count
-// them.
+// quota is the packets a group's Count allows its sinks: each packet a
+// sink counts takes one (a GSO buffer, one per datagram) at the moment it
+// is counted, so that once none is left none comes back, and the sinks
+// count exactly Count between them with no gap in a flow.
 type quota struct {
-	left    atomic.Uint64 // not yet taken
-	counted atomic.Uint64
-	total   uint64
+	left atomic.Uint64 // not yet counted
 }
 
 // take takes up to want packets and returns how many it took.
@@ -384,18 +384,8 @@ func (q *quota) take(want uint64) uint64 {
 	}
 }
 
-// settle counts used of the grant packets taken and gives the rest back.
-func (q *quota) settle(grant, used uint64) {
-	if grant > used {
-		q.left.Add(grant - used)
-	}
-	if used > 0 {
-		q.counted.Add(used)
-	}
-}
-
 // full reports whether the sinks counted the whole quota.
-func (q *quota) full() bool { return q.counted.Load() >= q.total }
+func (q *quota) full() bool { return q.left.Load() == 0 }
 
 // merger adds up the intervals RunSinks' runners report and hands them to
 // the calling goroutine in order.

@@ -204,9 +204,8 @@ type Sink struct {
 	cnt     Counter
 	lat     Histogram
 	packets uint64
-	limit   uint64 // packets may not pass it: Count, a grant of quota, or MaxUint64
+	limit   uint64 // packets may not pass it: Count or MaxUint64 (without quota)
 	quota   *quota // set by RunSinks with a Count: the group's packets left
-	grant   uint64 // packets taken from quota for the current Poll
 	bytes   uint64 // UDP payloads
 	frames  uint64 // frame bytes (link-layer)
 	other   uint64
@@ -274,23 +273,16 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 // it, and returns how many it handed over. When Count allows none it
 // returns 0 without polling. It allocates nothing.
 func (s *Sink) Poll() (int, error) {
-	budget := s.budget
+	left := s.limit - min(s.packets, s.limit)
 	if s.quota != nil {
-		s.grant = s.quota.take(uint64(budget))
-		s.limit = s.packets + s.grant
+		left = s.quota.left.Load()
 	}
-	if left := s.limit - min(s.packets, s.limit); left < uint64(budget) {
-		budget = int(left)
-	}
+	budget := int(min(uint64(s.budget), left))
 	if budget == 0 {
 		return 0, nil
 	}
-	before := s.packets
 	s.nowOK = false
 	n, err := s.dev.Poll(budget, s.handler)
-	if s.quota != nil {
-		s.quota.settle(s.grant, s.packets-before)
-	}
 	if n > 0 {
 		if !s.seen {
 			s.seen, s.first = true, s.now
@@ -338,34 +330,21 @@ func (s *Sink) handle(b *skb.Buff) {
 		// A GSO buffer handed over unsegmented (a link-layer GSOFramer's
 		// super-frame, or a datagram device or wrapper that keeps the GSO
 		// fields): count its datagrams, up to the limit (Poll's budget
-		// counts buffers, not datagrams). In a group, the Poll's grant
-		// holds one packet per buffer: a super-frame takes its other
-		// datagrams from the group's quota, so that the buffers after it
-		// keep theirs and only the group's Count cuts it.
-		if need := uint64((plen + g - 1) / g); s.quota != nil && need > 1 {
-			more := s.quota.take(need - 1)
-			s.grant += more
-			s.limit += more
+		// counts buffers, not datagrams); in a group, as many as the
+		// group's quota still holds.
+		k := (plen + g - 1) / g
+		if s.quota != nil {
+			k = int(s.quota.take(uint64(k)))
+		} else {
+			k = int(min(uint64(k), s.limit-min(s.packets, s.limit)))
 		}
-		for o := 0; o < plen && s.packets < s.limit; o += g {
+		for o := 0; o < k*g; o += g {
 			s.count(b, off+o, min(g, plen-o), now)
 		}
-	} else if s.packets < s.limit || s.quota != nil && s.takeOne() {
+	} else if s.quota == nil && s.packets < s.limit || s.quota != nil && s.quota.take(1) == 1 {
 		s.count(b, off, plen, now)
 	}
 	s.cache.Free(b)
-}
-
-// takeOne takes one more packet from the group's quota for a buffer past
-// the Poll's grant (one a super-frame before it in the Poll left without
-// its share), reporting whether there was one.
-func (s *Sink) takeOne() bool {
-	if s.quota.take(1) == 0 {
-		return false
-	}
-	s.grant++
-	s.limit++
-	return true
 }
 
 // gsoSize returns b's GSO size, or 0 on a link-layer device that delivers
