@@ -79,8 +79,9 @@ packets to other ports are never seen, so a sink with fewer --flows than its
 pktgen reports no loss for the flows it misses (pktgen warns of the ICMP
 port-unreachable messages they cause), and within a flow it counts the gaps up
 to the last packet seen: packets dropped after it, at the end of a run, show
-in kernel drops only. Kernel drops are the socket's own count: with --gro the kernel counts a dropped train once,
-however many datagrams it held, while lost counts datagrams.
+in kernel drops only. Kernel drops are the socket's own count: with --gro the
+kernel counts a dropped train once, however many datagrams it held, while
+lost counts datagrams.
 
 ` + signalHelp,
 		Args: cobra.NoArgs,
