@@ -175,21 +175,7 @@ func TestLinkGSOFrames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		buf, err := a.Cache().Alloc(hl + seg*segs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := buf.Put(hl + seg*segs)
-		clear(f)
-		for k := range segs {
-			PutStamp(f[hl+k*seg:], Stamp{Run: 7, Seq: uint64(k), Tstamp: 1})
-		}
-		if _, err := header.BuildUDP(f, uf); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Xmit(buf, false); err != nil {
-			t.Fatal(err)
-		}
+		sendSuper(t, a, uf, seg, segs, 7, 0)
 		if n, err := s.Poll(); n != 1 || err != nil {
 			t.Fatalf("poll: %d, %v", n, err)
 		}

@@ -187,7 +187,7 @@ type schedEntry struct {
 // goroutine, the device's. Make one with NewPktgen, send with Run or Burst,
 // and Close it to free the buffer it keeps for cloning.
 type Pktgen struct {
-	cut, cutFrom uint64 // during Run's burst: at most cut packets from queued == cutFrom; 0: no cut
+	cut uint64 // during Run's burst: the most packets it may send (burst reads remaining once); 0: no cut
 
 	dev      netdev.Device
 	cache    *pool.Cache
@@ -404,7 +404,7 @@ func (g *Pktgen) remaining() uint64 {
 		n = g.cfg.Count - min(g.queued, g.cfg.Count)
 	}
 	if g.cut != 0 {
-		n = min(n, g.cut-min(g.queued-g.cutFrom, g.cut))
+		n = min(n, g.cut)
 	}
 	return n
 }
@@ -645,7 +645,7 @@ loop:
 			break
 		}
 		xe := g.xmitErrs
-		g.cut, g.cutFrom = uint64(want), g.queued
+		g.cut = uint64(want)
 		sent, err := g.burst(g.clk.wall(now))
 		g.cut = 0
 		if sent < want {
