@@ -68,7 +68,7 @@ func runUDP(ctx context.Context, e *env, f udpFlow) (sample, error) {
 	}
 	rx, err := udp.Open(udp.Config{
 		Config: netdev.Config{Pool: p, Copybreak: f.copybreak},
-		Local:  loopback, GRO: f.gro, RcvBuf: sockBuf,
+		Local:  loopback, GRO: f.gro, RcvBuf: sockBuf, NoSrc: true,
 	})
 	if err != nil {
 		return nil, err

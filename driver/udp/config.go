@@ -82,6 +82,12 @@ type Config struct {
 	// (the 68 KiB class), enough for a 64 KiB train.
 	RecvSize int
 
+	// NoSrc makes receives ask the kernel for no source address (a NULL
+	// msg_name, as recv(2) passes): Src then returns the zero AddrPort. It
+	// is for receivers that never answer, such as a sink; it saves the
+	// kernel's copy of the address and its length for every datagram.
+	NoSrc bool
+
 	// TxTimeout bounds how long each send call of a doorbell waits for
 	// room in the socket's send buffer (SO_SNDTIMEO; a doorbell that sent
 	// part of its batch before the wait retries the rest once more): after

@@ -68,7 +68,12 @@
 // counts trains; loss counted from sequence numbers (skb sink) is exact.
 //
 // Src returns the source address of the datagram the handler is being given:
-// an echo server answers with XmitTo(b, d.Src(), false).
+// an echo server answers with XmitTo(b, d.Src(), false). A receiver that
+// never answers (a sink) sets Config.NoSrc: its receives then ask for no
+// address, which a saturated loopback sink of 64-byte datagrams measured at
+// about 8% more datagrams per second (1.26 against 1.16 Mpps, medians of
+// ten runs beside the C udp_recv, which got 1.23). A connected device never
+// asks: its source can only be Remote.
 //
 // Wait sleeps in the kernel in a recvmmsg(2) with MSG_WAITFORONE that
 // receives the first datagram and what else is queued, which the next Poll

@@ -54,11 +54,11 @@ type rxq struct {
 	timeo time.Duration // SO_RCVTIMEO now set (Wait); -1 none set
 }
 
-func (r *rxq) init(batch, recvSize int, gro bool) {
+func (r *rxq) init(batch, recvSize int, gro, names bool) {
 	if gro {
 		r.ctrlLen = rxCtrlLen
 	}
-	r.batch = mmsg.NewBatch(batch, true, r.ctrlLen)
+	r.batch = mmsg.NewBatch(batch, names, r.ctrlLen)
 	r.bufs = make([]*skb.Buff, batch)
 	r.recvSize = recvSize
 	r.cur = -1
@@ -285,7 +285,7 @@ func (d *Device) probeSlot() (p []byte, name *unix.RawSockaddrInet6, namelen *ui
 	if (r.posted == 0 || r.prepared == 0 || r.dirty != 0) && d.post(1) == 0 {
 		return nil, nil, nil
 	}
-	if !d.connected {
+	if !d.connected && !d.noSrc {
 		name, namelen = &r.batch.Names[0], &r.batch.Hdrs[0].Hdr.Namelen
 	}
 	return r.slot0, name, namelen
@@ -340,7 +340,9 @@ func (d *Device) post(n int) int {
 	}
 	for i := range r.dirty {
 		h := &r.batch.Hdrs[i].Hdr
-		h.Namelen = unix.SizeofSockaddrInet6
+		if r.batch.Names != nil {
+			h.Namelen = unix.SizeofSockaddrInet6
+		}
 		h.SetControllen(r.ctrlLen)
 		h.Flags = 0
 	}
@@ -499,7 +501,7 @@ func (d *Device) parseCtrl(i, n int) {
 // the zero AddrPort before the first datagram. It allocates nothing.
 func (d *Device) Src() netip.AddrPort {
 	r := &d.rx
-	if r.cur < 0 {
+	if r.cur < 0 || d.noSrc {
 		return netip.AddrPort{}
 	}
 	if d.connected {

@@ -31,6 +31,7 @@ type Device struct {
 	family    int
 	dualStack bool
 	connected bool
+	noSrc     bool // Config.NoSrc: receives ask for no source address
 	local     netip.AddrPort
 	remote    netip.AddrPort
 	remoteSrc netip.AddrPort // remote as Src gives a source: IPv4-mapped as IPv4, no zone
@@ -126,6 +127,7 @@ func open(cfg Config) (*Device, error) {
 		local:     cfg.Local,
 		remote:    cfg.Remote,
 		connected: cfg.Remote.IsValid(),
+		noSrc:     cfg.NoSrc,
 		headroom:  cfg.HeadroomBytes(),
 		copybreak: cfg.CopybreakThreshold(),
 		batch:     cfg.BatchSize(),
@@ -365,7 +367,7 @@ func (d *Device) initBuffers(cfg Config) error {
 	d.copybreak = min(d.copybreak, max(0, smaller-d.headroom+1))
 	d.cache = p.NewCache()
 	d.tx.init(d.batch)
-	d.rx.init(d.batch, recvSize, d.gro)
+	d.rx.init(d.batch, recvSize, d.gro, !d.noSrc && !d.connected)
 	return nil
 }
 

@@ -1224,3 +1224,77 @@ func TestCloseInRunOnThread(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestNoSrc receives with Config.NoSrc through every receive call (a
+// one-datagram probe, a batch, a sleeping and a spinning Wait, a GRO
+// train): the data arrives whole and in order, and Src gives the zero
+// AddrPort.
+func TestNoSrc(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"ipv4", Config{Local: lo4, NoSrc: true}},
+		{"dual-stack", Config{Local: netip.MustParseAddrPort("[::]:0"), NoSrc: true}},
+		{"busy-poll", Config{Local: lo4, NoSrc: true, BusyPoll: time.Microsecond}},
+		{"gro", Config{Local: lo4, NoSrc: true, GRO: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rx := openT(t, tc.cfg)
+			dst := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), rx.LocalAddr().Port())
+			tx := openT(t, Config{Remote: dst, GSO: tc.cfg.GRO})
+			seq := uint32(0)
+			send := func(n int) {
+				t.Helper()
+				for i := range n {
+					if err := tx.Xmit(fill(t, tx, seq, 300), i < n-1); err != nil {
+						t.Fatal(err)
+					}
+					seq++
+				}
+			}
+			var out []uint32
+			h := func(b *skb.Buff) {
+				s, ok := checkPattern(b.Data())
+				if !ok || b.Len() != 300 {
+					t.Errorf("datagram %d: %d bytes, pattern ok %v", s, b.Len(), ok)
+				}
+				if src := rx.Src(); src.IsValid() {
+					t.Errorf("Src %v, want the zero AddrPort", src)
+				}
+				out = append(out, s)
+				rx.Cache().Free(b)
+			}
+			poll := func(budget int) {
+				t.Helper()
+				for end := time.Now().Add(time.Second); time.Now().Before(end); {
+					n, err := rx.Poll(budget, h)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n > 0 {
+						return
+					}
+				}
+				t.Fatalf("Poll(%d): nothing came", budget)
+			}
+			send(1)
+			poll(1) // the probe
+			send(5)
+			poll(64) // a batch
+			send(3)
+			if err := rx.Wait(time.Second); err != nil {
+				t.Fatal(err)
+			}
+			poll(64)
+			for len(out) < int(seq) {
+				poll(64)
+			}
+			for i, s := range out {
+				if s != uint32(i) {
+					t.Fatalf("order: got %v", out)
+				}
+			}
+		})
+	}
+}
