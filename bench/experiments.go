@@ -207,14 +207,14 @@ func catalog() []Experiment {
 		{
 			Name: "c-udp", Ref: true, refProgs: []string{"udp_send", "udp_recv"},
 			Title:   "skb beside the C reference on UDP loopback (udp_send -> udp_recv), 64 B",
-			Shows:   "each skb variant runs interleaved with the C program doing the same (sendto/recvfrom, sendmmsg/recvmmsg 64, UDP_SEGMENT, UDP_GRO); the ratio is skb over C. tx cpu and rx cpu are the CPU time per packet of the sending and the receiving thread (of the C program, from its getrusage).",
+			Shows:   "each skb variant runs interleaved with the C program doing the same (sendto/recvfrom, sendmmsg/recvmmsg 64, UDP_SEGMENT, UDP_GRO); the ratio is skb over C. skb's sender and sink run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pktgen and skb sink processes, each pinned to its CPU in a session of its own, as the C programs run, the sink waiting to be woken (--sleep 0) as C's receiver does. tx cpu and rx cpu are the CPU time per packet of the sending and the receiving thread (of a C program or an skb process, from its getrusage).",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				c := func(name string, send, recv []string) variant {
 					return variant{name: name, run: func(ctx context.Context, e *env) (sample, error) { return cUDPRun(ctx, e, send, recv) }}
 				}
 				rx := func(min float64) map[string]Target { return map[string]Target{mRxPPS.Name: {Min: min}} }
-				return []variant{
+				v := []variant{
 					c("C sendto", []string{"-s", "64", "-b", "1"}, []string{"-b", "1"}),
 					withTargets(udpVariant("skb burst 1", "C sendto", udpFlow{size: 64, burst: 1}), rx(0.9)),
 					withTargets(udpVariant("skb burst 1, sleeping sink", "C sendto", udpFlow{size: 64, burst: 1, sleep: traffic.DefaultSinkSleep}), rx(0.9)),
@@ -230,6 +230,20 @@ func catalog() []Experiment {
 					c("C GSO 64 + GRO", []string{"-s", "64", "-b", "1", "-g", "64"}, []string{"-b", "64", "-w", "-G"}),
 					withTargets(udpVariant("skb GSO 64 + GRO", "C GSO 64 + GRO", udpFlow{size: 64, burst: 64, gso: true, gro: true}), rx(0.8)),
 				}
+				if e.opts.Tool != "" {
+					// The tool's pktgen and sink as C's programs run; the
+					// sink waits to be woken (--sleep 0) as C's receiver does.
+					p := func(name, ref string, min float64, sink []string, gen ...string) variant {
+						return withTargets(variant{name: name, ref: ref, run: udpProcRun(append([]string{"--sleep", "0"}, sink...), gen)}, rx(min))
+					}
+					v = append(v,
+						p("skb processes burst 1", "C sendto", 0.9, nil, "--burst", "1"),
+						p("skb processes burst 64", "C sendmmsg 64", 0.95, nil, "--burst", "64"),
+						p("skb processes GSO 64", "C GSO 64", 0.9, nil, "--burst", "64", "--gso"),
+						p("skb processes GSO 64 + GRO", "C GSO 64 + GRO", 0.8, []string{"--gro"}, "--burst", "64", "--gso"),
+					)
+				}
+				return v
 			},
 		},
 		{

@@ -276,28 +276,7 @@ func afxdpProcRun(threaded bool) func(context.Context, *env) (sample, error) {
 				return nil, fmt.Errorf("turn threaded NAPI off after the run: %w", err)
 			}
 		}
-		if serr != nil {
-			return nil, serr // the deferred stop ends the sink
-		}
-		rout, rerr := recv.wait(6 * time.Second)
-		if rerr != nil {
-			return nil, rerr
-		}
-		st, err := toolResult(sout, "skb pktgen")
-		if err != nil {
-			return nil, err
-		}
-		rt, err := toolResult(rout, "skb sink")
-		if err != nil {
-			return nil, err
-		}
-		if st.Packets == 0 || rt.Packets == 0 {
-			return nil, fmt.Errorf("%w: skb pktgen sent %d packets, skb sink counted %d", ErrNoResult, st.Packets, rt.Packets)
-		}
-		return sample{
-			mTxPPS.Name: st.PPS, mTxCPU.Name: st.cpuPer(),
-			mRxPPS.Name: rt.PPS, mRxCPU.Name: rt.cpuPer(),
-		}, nil
+		return pairFigures(sout, serr, recv)
 	})
 }
 

@@ -123,6 +123,34 @@ func TestPingProcRun(t *testing.T) {
 	}
 }
 
+// TestUDPProcRun runs the UDP loopback variants that run `skb pktgen` and
+// `skb sink` as processes of their own, briefly: burst 64 and GSO with GRO.
+// Every figure of both sides comes back.
+func TestUDPProcRun(t *testing.T) {
+	tool := buildTool(t)
+	e := &env{opts: Options{Tool: tool}, dur: 200 * time.Millisecond, sender: 0, receiver: 1}
+	if runtime.NumCPU() < 2 {
+		e.sender, e.receiver = NoPin, NoPin
+	}
+	for _, tc := range []struct {
+		name      string
+		sink, gen []string
+	}{
+		{"burst 64", []string{"--sleep", "0"}, []string{"--burst", "64"}},
+		{"GSO + GRO", []string{"--gro"}, []string{"--burst", "64", "--gso"}},
+	} {
+		s, err := udpProcRun(tc.sink, tc.gen)(context.Background(), e)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, m := range []Metric{mTxPPS, mRxPPS, mTxCPU, mRxCPU} {
+			if s[m.Name] <= 0 {
+				t.Errorf("%s: %s is %v; want a positive figure (sample %v)", tc.name, m.Name, s[m.Name], s)
+			}
+		}
+	}
+}
+
 // TestListeningPort reads the port a server says it bound, and says so
 // when the server exits first.
 func TestListeningPort(t *testing.T) {

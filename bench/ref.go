@@ -312,6 +312,62 @@ func cpuPer(s sample, metric string, f map[string]float64, count string) {
 	}
 }
 
+// udpProcRun runs the skb tool on UDP loopback as the C references run:
+// skb sink (with sinkArgs) on the receiver CPU and skb pktgen of 64-byte
+// datagrams (with genArgs) on the sender CPU, each a process of its own,
+// pinned, in a session of its own.
+func udpProcRun(sinkArgs, genArgs []string) func(context.Context, *env) (sample, error) {
+	return func(ctx context.Context, e *env) (sample, error) {
+		recv, err := e.startProc(ctx, e.receiver, nil, "skb sink", e.opts.Tool, append([]string{"sink",
+			"--listen", "127.0.0.1:0", "--duration", secsArg(e.dur + 5*time.Second), "--idle", "300ms", "--json"}, sinkArgs...)...)
+		if err != nil {
+			return nil, err
+		}
+		defer recv.stop()
+		port, err := listeningPort(recv, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		send, err := e.startProc(ctx, e.sender, nil, "skb pktgen", e.opts.Tool, append([]string{"pktgen",
+			"--dst", "127.0.0.1:" + port, "--size", "64", "--duration", secsArg(e.dur), "--json"}, genArgs...)...)
+		if err != nil {
+			return nil, err
+		}
+		defer send.stop()
+		sout, serr := send.wait(e.dur + 10*time.Second)
+		return pairFigures(sout, serr, recv)
+	}
+}
+
+// pairFigures returns the rates and CPU times per packet of an skb pktgen
+// process whose output and error are sout and serr and of the skb sink
+// process recv, which it waits for (6 seconds at most) once pktgen is done.
+// A sink or pktgen that counted nothing is ErrNoResult.
+func pairFigures(sout string, serr error, recv *cProc) (sample, error) {
+	if serr != nil {
+		return nil, serr // the caller's deferred stop ends the sink
+	}
+	rout, rerr := recv.wait(6 * time.Second)
+	if rerr != nil {
+		return nil, rerr
+	}
+	st, err := toolResult(sout, "skb pktgen")
+	if err != nil {
+		return nil, err
+	}
+	rt, err := toolResult(rout, "skb sink")
+	if err != nil {
+		return nil, err
+	}
+	if st.Packets == 0 || rt.Packets == 0 {
+		return nil, fmt.Errorf("%w: skb pktgen sent %d packets, skb sink counted %d", ErrNoResult, st.Packets, rt.Packets)
+	}
+	return sample{
+		mTxPPS.Name: st.PPS, mTxCPU.Name: st.cpuPer(),
+		mRxPPS.Name: rt.PPS, mRxCPU.Name: rt.cpuPer(),
+	}, nil
+}
+
 // pingProcRun runs the skb tool's ping-pong as C's runs: `skb pingpong
 // --server` and `skb pingpong --connect` as processes of their own, each
 // pinned to its CPU in a session of its own, busy-polling when busy. The
