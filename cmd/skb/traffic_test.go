@@ -924,10 +924,15 @@ func TestPktgenUnreachable(t *testing.T) {
 	if !strings.HasPrefix(errOut, "skb: pktgen: warning: ") || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("pktgen stderr %q, want one warning saying %q", errOut, want)
 	}
-	// Everything refused: the warning without a sink at all.
-	_, errOut, code = skb(t, "pktgen", "--dst", addr, "-n", "50", "-r", "20000")
+	// Everything refused: the warning without a sink at all. One flow
+	// goes through a connected socket, whose sends the kernel refuses
+	// after a port unreachable: counted in errors.
+	out, errOut, code = skb(t, "pktgen", "--json", "--dst", addr, "-n", "50", "-r", "20000")
 	if code != 0 || !strings.Contains(errOut, "skb: pktgen: warning: ") {
 		t.Errorf("pktgen to no sink: exit %d, stderr %q", code, errOut)
+	}
+	if _, gr = ndjson(t, out); num(gr, "errors") == 0 || !strings.Contains(fmt.Sprint(gr["first_error"]), "connection refused") {
+		t.Errorf("pktgen to no sink, one flow: %v; want errors counted, the first connection refused", gr)
 	}
 }
 
