@@ -84,8 +84,11 @@ type Config struct {
 
 	// NoSrc makes receives ask the kernel for no source address (a NULL
 	// msg_name, as recv(2) passes): Src then returns the zero AddrPort. It
-	// is for receivers that never answer, such as a sink; it saves the
-	// kernel's copy of the address and its length for every datagram.
+	// is for receivers that never answer, such as a sink (an echo server,
+	// traffic.Echo, answers with XmitTo(b, d.Src(), false), which then
+	// fails with ErrNoDestination); it saves the kernel's copy of the
+	// address and its length for every datagram. A connected device asks
+	// for no address either way, and gives Remote as Src unless NoSrc.
 	NoSrc bool
 
 	// TxTimeout bounds how long each send call of a doorbell waits for

@@ -73,7 +73,7 @@
 // address, which a saturated loopback sink of 64-byte datagrams measured at
 // about 8% more datagrams per second (1.26 against 1.16 Mpps, medians of
 // ten runs beside the C udp_recv, which got 1.23). A connected device never
-// asks: its source can only be Remote.
+// asks: its source can only be Remote, which Src gives unless NoSrc is set.
 //
 // Wait sleeps in the kernel in a recvmmsg(2) with MSG_WAITFORONE that
 // receives the first datagram and what else is queued, which the next Poll

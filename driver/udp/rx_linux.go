@@ -498,7 +498,8 @@ func (d *Device) parseCtrl(i, n int) {
 // Poll's handler: during the handler, the datagram it was given. It stays
 // valid until the next Poll or Wait receives more. An IPv4 source on a
 // dual-stack socket is given as IPv4; IPv6 zones are not kept. It returns
-// the zero AddrPort before the first datagram. It allocates nothing.
+// the zero AddrPort before the first datagram, and always on a device
+// opened with Config.NoSrc (connected or not). It allocates nothing.
 func (d *Device) Src() netip.AddrPort {
 	r := &d.rx
 	if r.cur < 0 || d.noSrc {
