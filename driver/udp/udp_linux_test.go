@@ -1052,15 +1052,7 @@ func repeat(v, n int) []int {
 func TestPollModes(t *testing.T) {
 	tx, rx := pair(t, lo4, Config{}, Config{})
 	seq := uint32(0)
-	send := func(n int) {
-		t.Helper()
-		for i := range n {
-			if err := tx.Xmit(fill(t, tx, seq, 64), i < n-1); err != nil {
-				t.Fatal(err)
-			}
-			seq++
-		}
-	}
+	send := func(n int) { t.Helper(); sendRun(t, tx, seq, n, 64); seq += uint32(n) }
 	var got []uint32
 	h := func(b *skb.Buff) {
 		s, ok := checkPattern(b.Data())
@@ -1244,15 +1236,7 @@ func TestNoSrc(t *testing.T) {
 			dst := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), rx.LocalAddr().Port())
 			tx := openT(t, Config{Remote: dst, GSO: tc.cfg.GRO})
 			seq := uint32(0)
-			send := func(n int) {
-				t.Helper()
-				for i := range n {
-					if err := tx.Xmit(fill(t, tx, seq, 300), i < n-1); err != nil {
-						t.Fatal(err)
-					}
-					seq++
-				}
-			}
+			send := func(n int) { t.Helper(); sendRun(t, tx, seq, n, 300); seq += uint32(n) }
 			var out []uint32
 			h := func(b *skb.Buff) {
 				s, ok := checkPattern(b.Data())
