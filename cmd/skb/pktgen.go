@@ -59,18 +59,19 @@ PORT+N-1, up to ` + fmt.Sprint(traffic.MaxFlows) + ` of them; skb sink listens o
 counts loss only on the ports it listens on, so give it the same --flows.
 With one flow the udp device's socket is connected to the destination
 (connect(2)): the kernel then routes once, not for every datagram (on
-loopback at burst 64, about 13% more datagrams per second, as C's udp_send
-gains with -C). A port where nothing listens answers each datagram with an
-ICMP port unreachable. The kernel then fails a later send on the connected
-socket with ECONNREFUSED, counted in errors: every other datagram at
---burst 1, far fewer within batches, where the kernel reports the refusal
-only to a batch's first message and sends the rest one per call. With
-several flows the unconnected socket cannot report it at all. Either way
-pktgen counts the ICMP destination-unreachable messages the kernel receives
-during the run (in this network namespace; one per datagram over loopback,
-fewer from a host that rate-limits them), prints them as icmp_unreachable,
-and warns on stderr when there are any. --burst N rings the doorbell once per N packets (xmit_more);
---gso sends each burst as one UDP GSO super-packet (udp device only).
+loopback, 13-28% more datagrams per second for C's udp_send with -C, and
+about 20% more for pktgen at --burst 64). A port where nothing listens
+answers each datagram with an ICMP port unreachable. The kernel then fails
+a later send on the connected socket with ECONNREFUSED, counted in errors:
+every other datagram at --burst 1, far fewer within batches, where the
+kernel reports the refusal only to a batch's first message and sends the
+rest one per call. With several flows the unconnected socket cannot report
+it at all. Either way pktgen counts the ICMP destination-unreachable
+messages the kernel receives during the run (in this network namespace; one
+per datagram over loopback, fewer from a host that rate-limits them), prints
+them as icmp_unreachable, and warns on stderr when there are any. --burst N
+rings the doorbell once per N packets (xmit_more); --gso sends each burst as
+one UDP GSO super-packet (udp device only).
 On a link-layer device pktgen computes each frame's UDP checksum;
 --no-udp-csum leaves it 0 over IPv4 ("none", RFC 768), as the kernel's pktgen
 does without UDPCSUM, and saves that work per packet.
