@@ -109,7 +109,9 @@ type PktgenConfig struct {
 	// clone_skb): the clones are what Xmit takes and the driver frees, and
 	// the generator frees the original after the last clone. The clones
 	// carry the same stamp, so a sink counts all but the first as
-	// duplicates. 0 or 1 builds a new buffer for every packet.
+	// duplicates. 0 or 1 builds a new buffer for every packet. With GSO
+	// and a Count, a super-packet near the end of the run holds no more
+	// datagrams than lets all its copies go out within the Count.
 	Clone int
 
 	// GSO builds UDP GSO super-packets (skb.GSOUDPL4) of Burst datagrams
@@ -485,6 +487,14 @@ func (g *Pktgen) next(ts int64, maxSegs int) (*skb.Buff, int, int, error) {
 	if g.cur == nil || g.curLeft == 0 || g.curSegs > maxSegs {
 		g.dropCur()
 		flow := g.pickFlow()
+		if g.gso {
+			// A super-packet small enough that all its copies fit in
+			// what the run may still send (-n 10 --clone 4: three
+			// datagrams sent four times, then one), rather than one
+			// that the count lets out once.
+			r, c := g.remaining(), uint64(g.clone)
+			maxSegs = int(max(1, min(uint64(maxSegs), r/c+min(r%c, 1))))
+		}
 		b, segs, err := g.build(flow, maxSegs, ts)
 		if err != nil {
 			return nil, 0, 0, err

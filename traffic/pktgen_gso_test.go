@@ -261,9 +261,12 @@ func TestPktgenGSOCloneDuplicates(t *testing.T) {
 		{"clone 3", PktgenConfig{Count: 3072, Burst: 64, Clone: 3}, 2048, 1},
 		{"clone 2, 4 flows", PktgenConfig{Count: 2048, Burst: 16, Clone: 2, Flows: 4}, 1024, 4},
 		{"clone 4 imix", PktgenConfig{Count: 4096, Burst: 32, Clone: 4, IMIX: DefaultIMIX}, 3072, 1},
-		// The count cuts the last super-packets short: 15 of 64
-		// datagrams sent 3 times, then 64 once and 56 once.
-		{"clone 3 uneven", PktgenConfig{Count: 3000, Burst: 64, Clone: 3}, 1920, 1},
+		// The count leaves 120 after 15 super-packets of 64 sent 3
+		// times: the last is 40 datagrams, sent 3 times too.
+		{"clone 3 uneven", PktgenConfig{Count: 3000, Burst: 64, Clone: 3}, 2000, 1},
+		// A count under one clone group: 3 datagrams sent 4 times, then
+		// 1 (9 copies would not fit in the count).
+		{"clone 4, count 10", PktgenConfig{Count: 10, Burst: 64, Clone: 4}, 6, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
