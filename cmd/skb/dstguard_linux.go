@@ -33,6 +33,11 @@ func routeGuard(flag string, dst, src netip.Addr, ifname string) error {
 	}
 	r := routes[0]
 	dev := ifnameOf(r.LinkIndex)
+	if r.Type == unix.RTN_BROADCAST {
+		// A subnet's broadcast address (127.255.255.255 on lo): every
+		// host of the link would take the packets.
+		return fmt.Errorf("--%s %v: a broadcast address on %s: want a unicast address", flag, dst, dev)
+	}
 	if gw, ok := gateway(r); ok {
 		return fmt.Errorf("--%s %v: the route goes via gateway %v on %s: %s", flag, dst, gw, dev, guardRule)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -37,6 +38,17 @@ func exitCode(err error) int {
 		return ee.code
 	}
 	return 1
+}
+
+func init() {
+	// A bad flag names its command, as the commands' own errors do
+	// ("skb: pktgen: unknown flag: --bogus").
+	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if c == rootCmd {
+			return err
+		}
+		return fmt.Errorf("%s: %w", strings.TrimPrefix(c.CommandPath(), rootCmd.Name()+" "), err)
+	})
 }
 
 func main() {

@@ -20,6 +20,10 @@ import (
 // udp_send sets it (SO_SNDBUFFORCE, 4 MiB).
 const pktgenSndBuf = 4 << 20
 
+// pktgenMaxFlows is the most flows pktgen sends: one destination port
+// each, PORT to PORT+N-1 within 1 to 65535.
+const pktgenMaxFlows = traffic.MaxFlows - 1
+
 func init() { rootCmd.AddCommand(pktgenCmd()) }
 
 type pktgenOpts struct {
@@ -55,7 +59,7 @@ The default destination, 127.0.0.1:9000, is the C reference udp_send's port
 (and skb sink's default). Every run is bounded: by --duration (default 5s)
 and, when given, --count.
 Sizes are UDP payload bytes. The flows are destination ports PORT to
-PORT+N-1, up to ` + fmt.Sprint(traffic.MaxFlows) + ` of them; skb sink listens on at most ` + fmt.Sprint(sinkMaxFlows) + ` ports and
+PORT+N-1, up to ` + fmt.Sprint(pktgenMaxFlows) + ` of them; skb sink listens on at most ` + fmt.Sprint(sinkMaxFlows) + ` ports and
 counts loss only on the ports it listens on, so give it the same --flows.
 With one flow the udp device's socket is connected to the destination
 (connect(2)): the kernel then routes once, not for every datagram (on
@@ -96,7 +100,7 @@ before it sends anything. --allow-any-dst lifts that for a network you own.
 	fs.StringVar(&o.dst, "dst", fmt.Sprintf("127.0.0.1:%d", defaultPort), "destination ADDR:PORT of flow 0")
 	fs.IntVarP(&o.size, "size", "s", traffic.DefaultSize, fmt.Sprintf("UDP payload bytes per packet, at least %d (the stamp)", traffic.StampLen))
 	fs.StringVar(&o.imix, "imix", "", "a mix of sizes instead of --size: SIZE:WEIGHT,... or \"imix\" for 64:7,576:4,1472:1")
-	fs.IntVarP(&o.flows, "flows", "f", 1, fmt.Sprintf("flows: destination ports PORT to PORT+N-1, 1 to %d (a sink listens on at most %d)", traffic.MaxFlows, sinkMaxFlows))
+	fs.IntVarP(&o.flows, "flows", "f", 1, fmt.Sprintf("flows: destination ports PORT to PORT+N-1, 1 to %d (a sink listens on at most %d)", pktgenMaxFlows, sinkMaxFlows))
 	fs.IntVar(&o.flowLen, "flow-len", 1, "packets (buffers with --clone) to a flow before the next flow's turn")
 	fs.Uint64VarP(&o.count, "count", "n", 0, "stop after N packets (0: only --duration bounds the run)")
 	durationVarP(fs, &o.duration, "duration", "t", traffic.DefaultDuration, "stop after this long")
@@ -117,8 +121,8 @@ func (o *pktgenOpts) check(cmd *cobra.Command) error {
 		return errors.New("pktgen: give --size or --imix, not both")
 	case changed("imix") && strings.TrimSpace(o.imix) == "":
 		return errors.New("pktgen: --imix: empty list")
-	case o.flows < 1 || o.flows > traffic.MaxFlows:
-		return fmt.Errorf("pktgen: --flows %d: want 1 to %d", o.flows, traffic.MaxFlows)
+	case o.flows < 1 || o.flows > pktgenMaxFlows:
+		return fmt.Errorf("pktgen: --flows %d: want 1 to %d", o.flows, pktgenMaxFlows)
 	case o.flowLen < 1:
 		return fmt.Errorf("pktgen: --flow-len %d: want 1 or more", o.flowLen)
 	case changed("flow-len") && o.flows == 1:
@@ -342,7 +346,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	p.line(fmt.Sprintf("sent %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d errors, %d doorbells",
 		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Errors, r.Doorbells), j)
 	if icmp > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable messages came back during the run: does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable messages came back during the run: is the destination up, and does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",
 			icmp, dst.Port(), int(dst.Port())+o.flows-1)
 	}
 	switch {

@@ -587,7 +587,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"sink", "--dev", "bogus"}, "--dev \"bogus\": want udp, afpacket:IFNAME or afxdp:IFNAME[:QUEUE]\n"},
 		{[]string{"pktgen", "-r", "NaN"}, "skb: pktgen: --rate NaN: want 0 (no limit) or a positive number of packets per second\n"},
 		{[]string{"pktgen", "-r", "+Inf"}, "skb: pktgen: --rate +Inf: want 0"},
-		{[]string{"pktgen", "--flows", "65537"}, "--flows 65537: want 1 to 65536"},
+		{[]string{"pktgen", "--flows", "65536"}, "--flows 65536: want 1 to 65535"},
 		{[]string{"sink", "--flows", "1025"}, "--flows 1025: want 1 to 1024"},
 		{[]string{"pingpong", "--budget", "-3"}, "skb: pingpong: --budget -3: want 1 to 65536, or 0 for the default\n"},
 		{[]string{"sink", "--budget", "0"}, "skb: sink: --budget 0: want 1 to 65536\n"},
@@ -620,6 +620,9 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--count", "5"}, "skb: pingpong: --count is for the server (--server), not the client\n"},
 		{[]string{"pingpong", "--connect", "127.0.0.1:0"}, `skb: pingpong: --connect "127.0.0.1:0": port "0" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--connect", "224.0.0.1:9100"}, "skb: pingpong: --connect 224.0.0.1:9100: want a unicast address\n"},
+		{[]string{"pktgen", "--dst", "127.255.255.255:9000", "-n", "1"}, "skb: pktgen: --dst 127.255.255.255: a broadcast address on lo: want a unicast address\n"},
+		{[]string{"pktgen", "--bogus"}, "skb: pktgen: unknown flag: --bogus\n"},
+		{[]string{"lab", "up", "--bogus"}, "skb: lab up: unknown flag: --bogus\n"},
 		{[]string{"pingpong", "--connect", "8.8.8.8:9100"}, "--allow-any-dst"},
 		{[]string{"pingpong", "--connect", "[2001:db8::1]:9100"}, "--allow-any-dst"},
 		{[]string{"pingpong", "--connect", fmt.Sprintf("127.0.0.1:%d", closed)}, "is `skb pingpong --server` running there?"},
@@ -920,7 +923,7 @@ func TestPktgenUnreachable(t *testing.T) {
 	if n := num(gr, "icmp_unreachable"); n < 50 {
 		t.Errorf("pktgen icmp_unreachable %d, want most of the 300 refused: %v", n, gr)
 	}
-	want := fmt.Sprintf("ICMP destination unreachable messages came back during the run: does something listen on every flow's port (%d to %d)?", port, port+3)
+	want := fmt.Sprintf("ICMP destination unreachable messages came back during the run: is the destination up, and does something listen on every flow's port (%d to %d)?", port, port+3)
 	if !strings.HasPrefix(errOut, "skb: pktgen: warning: ") || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("pktgen stderr %q, want one warning saying %q", errOut, want)
 	}
@@ -1029,7 +1032,7 @@ func TestHelpDocuments(t *testing.T) {
 		cmd  string
 		want []string
 	}{
-		{"pktgen", []string{"1 to 65536 (a sink listens on at most 1024)", "counts loss only on the ports it listens on", "icmp_unreachable", "exits with status 130 or 143", "--allow-any-dst"}},
+		{"pktgen", []string{"1 to 65535 (a sink listens on at most 1024)", "counts loss only on the ports it listens on", "icmp_unreachable", "exits with status 130 or 143", "--allow-any-dst"}},
 		{"sink", []string{"1 to 1024", "packets to other ports are never seen", "exits with status 130 or 143", "longer --idle"}},
 		{"pingpong", []string{"exits with status 130 or 143", "--allow-any-dst", "over --dev afxdp in poll(2)",
 			"AF_PACKET's ring adds up to a millisecond per receive", "Use udp or afxdp to measure latency",
