@@ -52,7 +52,12 @@ Both sides default to 127.0.0.1:9100, the C reference pingpong's port. The
 client sends, as pktgen does, only to loopback (127.0.0.0/8, ::1) and to
 198.18.0.0/15 over a route without a gateway that is not the default route
 (a lab), unless --allow-any-dst; the server answers only those who sent to
-it.
+it. A server on a wildcard address (0.0.0.0, ::) answers from the address
+the kernel's route back to the client picks, as a C server's sendto does
+(IP_PKTINFO is not used): a client connected to another of the host's
+addresses (127.0.0.2 rather than 127.0.0.1) drops that answer and sees no
+reply. Connect to the address the route picks, or give the server that
+address.
 --busy-poll spins on the device's poll instead of sleeping while waiting: no
 wake-up on the reply's path, one core kept busy. Give it on both sides to
 measure the spinning floor. Without it each side sleeps until the kernel
@@ -366,7 +371,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		case errors.Is(runErr, syscall.ECONNREFUSED):
 			return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable): is `skb pingpong --server` running there?", dst)
 		case errors.Is(runErr, traffic.ErrNoReply):
-			return fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there?", dst, o.timeout)
+			return fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there? (a server on 0.0.0.0 or :: answers from the address its route picks, which may not be %v)", dst, o.timeout, dst.Addr())
 		}
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
