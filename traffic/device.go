@@ -21,6 +21,23 @@ type AddrXmitter interface {
 	Src() netip.AddrPort
 }
 
+// SrcXmitter is an AddrXmitter that can also report the address of this
+// host each datagram came to and answer from it, as *udp.Device does with
+// Config.PktInfo: Echo on a device bound to the unspecified address answers
+// each request from the address it was sent to (the client's destination),
+// not from the one its route picks.
+type SrcXmitter interface {
+	AddrXmitter
+	// PktInfo reports whether DstAddr gives each datagram's local address.
+	PktInfo() bool
+	// DstAddr returns the local address of the datagram last handed to
+	// Poll's handler.
+	DstAddr() netip.Addr
+	// XmitFrom is XmitTo from the source address src. It takes ownership
+	// of b, also when it returns an error.
+	XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error
+}
+
 // Allocator is a device that hands out transmit buffers of its own, such
 // as *afxdp.Device, whose Alloc returns UMEM frames that Xmit sends without
 // a copy. The engines allocate from it when the device has it, and from the

@@ -82,6 +82,7 @@ type echoer struct {
 	dev     netdev.Device
 	cache   *pool.Cache
 	ax      AddrXmitter
+	sx      SrcXmitter // ax with PktInfo on: answers from the request's destination
 	cfg     EchoConfig
 	res     EchoResult
 	stop    bool
@@ -91,7 +92,8 @@ type echoer struct {
 
 // Echo answers every request dev receives by sending the very buffer back
 // (Xmit takes it: no copy, no clone, seed 000): to its source with XmitTo on
-// an AddrXmitter, with Xmit on another datagram device, and as a frame with
+// an AddrXmitter (from the address the request came to, with XmitFrom, on a
+// SrcXmitter whose PktInfo is on), with Xmit on another datagram device, and as a frame with
 // its addresses swapped and its UDP checksum recomputed on a link-layer one
 // (unless the device marked it CHECKSUM_PARTIAL, which its Xmit completes).
 // The answers of one Poll share one doorbell (with a Budget of 1, each
@@ -116,6 +118,9 @@ func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, e
 	e.cfg = cfg
 	if !cfg.Link {
 		e.ax, _ = dev.(AddrXmitter)
+		if sx, ok := dev.(SrcXmitter); ok && sx.PktInfo() {
+			e.sx = sx
+		}
 	}
 	if cfg.From.IsValid() && e.ax == nil {
 		return EchoResult{}, fmt.Errorf("traffic: echo: %w: From %v needs a device that reports each datagram's source (driver/udp), not a link-layer one", ErrConfig, cfg.From)
@@ -156,7 +161,11 @@ func (e *echoer) handle(b *skb.Buff) {
 			e.cache.Free(b)
 			return
 		}
-		err = e.ax.XmitTo(b, src, more)
+		if e.sx != nil {
+			err = e.sx.XmitFrom(b, e.sx.DstAddr(), src, more)
+		} else {
+			err = e.ax.XmitTo(b, src, more)
+		}
 	default:
 		err = e.dev.Xmit(b, more)
 	}

@@ -252,6 +252,48 @@ func TestUDPEchoFrom(t *testing.T) {
 	}
 }
 
+// TestUDPEchoPktInfo runs Echo on devices bound to 0.0.0.0 and :: with
+// PktInfo, for clients connected to 127.0.0.2 (and ::1), which drop an
+// answer from any other address: Echo answers from the request's
+// destination (SrcXmitter). Without PktInfo the 127.0.0.2 client gets none.
+func TestUDPEchoPktInfo(t *testing.T) {
+	for _, tc := range []struct {
+		listen  string
+		pktinfo bool
+		client  string
+	}{
+		{"0.0.0.0:0", true, "127.0.0.2"},
+		{"[::]:0", true, "127.0.0.2"},
+		{"[::]:0", true, "::1"},
+		{"0.0.0.0:0", false, "127.0.0.2"},
+	} {
+		srv := openUDP(t, udp.Config{Local: netip.MustParseAddrPort(tc.listen), PktInfo: tc.pktinfo})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan EchoResult, 1)
+		go func() {
+			r, err := Echo(ctx, srv, EchoConfig{Idle: -1})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		cli := openUDP(t, udp.Config{Remote: netip.AddrPortFrom(netip.MustParseAddr(tc.client), srv.LocalAddr().Port())})
+		timeout := 50 * time.Millisecond
+		if tc.pktinfo {
+			timeout = 2 * time.Second
+		}
+		r, err := PingPong(context.Background(), cli, PingPongConfig{Iters: 20, Warmup: -1, Timeout: timeout})
+		cancel()
+		er := <-done
+		if tc.pktinfo && (err != nil || r.Iters != 20 || er.Echoed != 20) {
+			t.Errorf("%s with PktInfo, client to %s: pingpong %+v, %v; echo %+v: want 20 answered", tc.listen, tc.client, r, err, er)
+		}
+		if !tc.pktinfo && (r.Iters != 0 || !errors.Is(err, ErrNoReply)) {
+			t.Errorf("%s without PktInfo, client to %s: pingpong %+v, %v: want no reply", tc.listen, tc.client, r, err)
+		}
+	}
+}
+
 // TestUDPPingPongRefused checks that a client connected to a port without a
 // server fails at once with the socket's error.
 func TestUDPPingPongRefused(t *testing.T) {

@@ -24,6 +24,7 @@ func TestZeroAllocs(t *testing.T) {
 		super     int
 		copybreak int
 		to        bool
+		from      bool // XmitFrom, into a receiver with PktInfo
 	}{
 		{name: "burst1", burst: 1, size: 64},
 		{name: "burst64", burst: 64, size: 64},
@@ -35,9 +36,12 @@ func TestZeroAllocs(t *testing.T) {
 		{name: "super", burst: 1, size: 64, super: 64, gso: true},
 		{name: "super/nogso", burst: 1, size: 64, super: 16},
 		{name: "xmitto", burst: 64, size: 64, gso: true, to: true},
+		{name: "xmitfrom+pktinfo", burst: 64, size: 64, gso: true, to: true, from: true},
+		{name: "xmitfrom+pktinfo/burst1", burst: 1, size: 64, to: true, from: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rx := openT(t, Config{Config: netdev.Config{Copybreak: tc.copybreak}, Local: lo4, GRO: tc.gro, RcvBuf: 8 << 20})
+			rx := openT(t, Config{Config: netdev.Config{Copybreak: tc.copybreak}, Local: lo4, GRO: tc.gro, RcvBuf: 8 << 20,
+				PktInfo: tc.from})
 			txc := Config{Local: lo4, GSO: tc.gso}
 			if !tc.to {
 				txc.Remote = rx.LocalAddr()
@@ -50,11 +54,14 @@ func TestZeroAllocs(t *testing.T) {
 				per = tc.super
 			}
 			got := 0
+			var failed error
 			h := func(b *skb.Buff) {
+				if tc.from && rx.DstAddr() != lo4.Addr() {
+					failed = fmt.Errorf("DstAddr %v, want %v", rx.DstAddr(), lo4.Addr())
+				}
 				got++
 				rx.Cache().Free(b)
 			}
-			var failed error
 			cycle := func() {
 				for i := range tc.burst {
 					n := tc.size
@@ -70,7 +77,9 @@ func TestZeroAllocs(t *testing.T) {
 					if tc.super > 0 {
 						b.SetGSO(tc.size, tc.super, skb.GSOUDPL4)
 					}
-					if tc.to {
+					if tc.from {
+						err = tx.XmitFrom(b, lo4.Addr(), dst, i < tc.burst-1)
+					} else if tc.to {
 						err = tx.XmitTo(b, dst, i < tc.burst-1)
 					} else {
 						err = tx.Xmit(b, i < tc.burst-1)

@@ -91,6 +91,17 @@ type Config struct {
 	// for no address either way, and gives Remote as Src unless NoSrc.
 	NoSrc bool
 
+	// PktInfo makes receives ask the kernel for the address of this host
+	// that each datagram came to (IP_PKTINFO and, on an IPv6 socket,
+	// IPV6_RECVPKTINFO; ip(7), ipv6(7)), which DstAddr gives during the
+	// handler; XmitFrom then answers from that address. A server bound to
+	// the unspecified address (0.0.0.0 or ::) needs it to answer a request
+	// sent to 127.0.0.2, say, from 127.0.0.2 rather than from the address
+	// its route picks, which a connected client would drop. It costs every
+	// receive a control message, and makes a busy-polling probe a
+	// recvmsg(2) instead of a recvfrom(2).
+	PktInfo bool
+
 	// TxTimeout bounds how long each send call of a doorbell waits for
 	// room in the socket's send buffer (SO_SNDTIMEO; a doorbell that sent
 	// part of its batch before the wait retries the rest once more): after

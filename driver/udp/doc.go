@@ -75,6 +75,15 @@
 // ten runs beside the C udp_recv, which got 1.23). A connected device never
 // asks: its source can only be Remote, which Src gives unless NoSrc is set.
 //
+// A server bound to the unspecified address (0.0.0.0 or ::) answers from
+// the address the kernel's route back picks unless told otherwise, and a
+// client connected to another of the host's addresses (127.0.0.2, say)
+// drops such an answer. With Config.PktInfo each receive also reports the
+// address the datagram came to (IP_PKTINFO, IPV6_PKTINFO), which DstAddr
+// gives, and XmitFrom(b, d.DstAddr(), d.Src(), false) answers from it: the
+// source travels as a control message of sendmmsg(2), and a GSO run takes
+// datagrams of one source only.
+//
 // Wait sleeps in the kernel in a recvmmsg(2) with MSG_WAITFORONE that
 // receives the first datagram and what else is queued, which the next Poll
 // hands over without another system call; with Config.BusyPoll it spins

@@ -15,9 +15,10 @@ import (
 	"github.com/skbdev/skb/skb"
 )
 
-// rxCtrlLen is the control buffer of each receive slot with GRO: room for
-// the UDP_GRO message (an int), with some to spare. Without GRO the slots
-// have none: the kernel then skips its control-message work.
+// rxCtrlLen is the control buffer of each receive slot with GRO or
+// PktInfo: room for the UDP_GRO message (an int, CMSG_SPACE 24 bytes) and an
+// IPV6_PKTINFO one (40 bytes; IP_PKTINFO takes 32). Without either the
+// slots have none: the kernel then skips its control-message work.
 const rxCtrlLen = 64
 
 // rxq is the receive side: one recvmmsg batch whose slots each have a posted
@@ -31,10 +32,11 @@ type rxq struct {
 	dirty    int         // messages [0, dirty) were filled by the kernel since last reset
 	recvSize int         // bytes each posted buffer offers the kernel
 
-	n, next int // messages [next, n) are received and pending
-	off     int // bytes of message next already handed over (a GRO train)
-	seg     int // GRO segment size of message next, 0 for one datagram
-	cur     int // slot of the packet last handed over, for Src; -1 for none
+	n, next int        // messages [next, n) are received and pending
+	off     int        // bytes of message next already handed over (a GRO train)
+	seg     int        // GRO segment size of message next, 0 for one datagram
+	cur     int        // slot of the packet last handed over, for Src; -1 for none
+	dst     netip.Addr // local address of message next (PktInfo), for DstAddr
 
 	// drained says the receive call that brought the pending messages
 	// found the socket's queue empty after them (it got fewer than it asked
@@ -54,8 +56,8 @@ type rxq struct {
 	timeo time.Duration // SO_RCVTIMEO now set (Wait); -1 none set
 }
 
-func (r *rxq) init(batch, recvSize int, gro, names bool) {
-	if gro {
+func (r *rxq) init(batch, recvSize int, ctrl, names bool) {
+	if ctrl {
 		r.ctrlLen = rxCtrlLen
 	}
 	r.batch = mmsg.NewBatch(batch, names, r.ctrlLen)
@@ -136,7 +138,8 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		if want == 1 || r.sparse {
 			var ok bool
 			var e unix.Errno
-			if d.gro {
+			if r.ctrlLen > 0 {
+				// GRO or PktInfo: a recvmsg, for the control message.
 				ok, e = d.recvOne(unix.MSG_DONTWAIT)
 			} else {
 				// recvOne's probe, made from here: after a system call
@@ -236,7 +239,7 @@ func (d *Device) recv(n, flags int) (int, error) {
 // millions of times a second, and compares it with EAGAIN as an integer.
 // (Poll makes the recvfrom probe itself, with probeSlot and probedOne.)
 func (d *Device) recvOne(flags int) (ok bool, e unix.Errno) {
-	if flags&unix.MSG_DONTWAIT != 0 && !d.gro {
+	if flags&unix.MSG_DONTWAIT != 0 && d.rx.ctrlLen == 0 {
 		p, name, namelen := d.probeSlot()
 		if p == nil {
 			return false, 0
@@ -397,7 +400,7 @@ func (d *Device) deliver(budget int, h netdev.Handler) int {
 				r.next++
 				continue
 			}
-			r.seg = 0
+			r.seg, r.dst = 0, netip.Addr{}
 			if hd.Hdr.Controllen > 0 {
 				d.parseCtrl(i, int(hd.Hdr.Controllen))
 			}
@@ -477,16 +480,20 @@ func (d *Device) deliverTrain(i, n, budget int, h netdev.Handler) int {
 	return done
 }
 
-// parseCtrl reads the control messages of slot i: the GRO segment size.
+// parseCtrl reads the control messages of slot i: the GRO segment size
+// and the local address (PktInfo).
 func (d *Device) parseCtrl(i, n int) {
 	r := &d.rx
 	c := r.batch.Ctrl(i)
 	if n > len(c) {
 		n = len(c)
 	}
+	r.dst = netip.Addr{}
 	for level, typ, data, rest, ok := mmsg.NextCmsg(c[:n]); ok; level, typ, data, rest, ok = mmsg.NextCmsg(rest) {
 		if level == unix.SOL_UDP && typ == unix.UDP_GRO {
 			r.seg = int(int32(mmsg.CmsgInt(data)))
+		} else if a, ok := mmsg.PktinfoAddr(level, typ, data); ok {
+			r.dst = a
 		}
 	}
 	if r.seg < 0 {
@@ -511,6 +518,24 @@ func (d *Device) Src() netip.AddrPort {
 		return d.remoteSrc
 	}
 	return mmsg.AddrPort(&r.batch.Names[r.cur], r.batch.Hdrs[r.cur].Hdr.Namelen)
+}
+
+// DstAddr returns the address of this host that the datagram most recently
+// handed to Poll's handler was sent to, on a device opened with
+// Config.PktInfo: during the handler, the datagram it was given; it stays
+// valid until the next Poll or Wait receives more. For IPv4 it is
+// IP_PKTINFO's ipi_spec_dst, the local address the datagram came in on
+// (for a broadcast, the one the route picks); for IPv6 IPV6_PKTINFO's
+// ipi6_addr, the header's destination (a multicast group for a multicast
+// datagram, which cannot be a source). An IPv4 address on a dual-stack
+// socket is given as IPv4. It returns the zero Addr without PktInfo, and
+// before the first datagram. Answer from it with XmitFrom. It allocates
+// nothing.
+func (d *Device) DstAddr() netip.Addr {
+	if d.rx.cur < 0 {
+		return netip.Addr{}
+	}
+	return d.rx.dst
 }
 
 // Wait blocks until Poll would find a datagram, or timeout passes (a

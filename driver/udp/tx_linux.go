@@ -25,6 +25,7 @@ const maxIovPerMsg = 1024
 type txq struct {
 	pkts  []txPkt                  // queued packets, [0, n)
 	names [][mmsg.SockaddrMax]byte // destination of each queued packet (unconnected socket)
+	froms []byte                   // source cmsg of each queued packet (XmitFrom), mmsg.PktinfoSpace bytes apart
 	n     int
 
 	// One round of the doorbell: up to len(hdrs) messages gathering up to
@@ -65,6 +66,13 @@ type txPkt struct {
 	niov int32  // iovecs it needs: 1 for linear data
 	gso  uint16 // segment size of a GSO super-packet, 0 for one datagram
 	name uint8  // length of its destination in names, 0 for the connected peer
+	from uint8  // length of its source cmsg in froms, 0 for none (the route picks)
+}
+
+// from returns the source cmsg of queued packet k (empty for none).
+func (t *txq) from(k int) []byte {
+	o := k * mmsg.PktinfoSpace
+	return t.froms[o : o+int(t.pkts[k].from)]
 }
 
 // txMsg is one message of a doorbell round: it starts at byte off of
@@ -74,6 +82,7 @@ type txMsg struct {
 	segs     int32
 	bytes    int32
 	gso      bool // carries a UDP_SEGMENT cmsg
+	from     bool // carries a source cmsg (XmitFrom)
 	simple   bool // one whole linear packet, no cmsg: sendto will do
 }
 
@@ -81,11 +90,14 @@ type txMsg struct {
 // non-zero only inside a super-packet sent in several messages).
 type txPos struct{ pkt, off int }
 
-var ctrlSlot = unix.CmsgSpace(2)
+// ctrlSlot is the control buffer of one message: a UDP_SEGMENT cmsg and
+// a source (IP_PKTINFO or IPV6_PKTINFO).
+var ctrlSlot = unix.CmsgSpace(2) + mmsg.PktinfoSpace
 
 func (t *txq) init(batch int) {
 	t.pkts = make([]txPkt, batch)
 	t.names = make([][mmsg.SockaddrMax]byte, batch)
+	t.froms = make([]byte, batch*mmsg.PktinfoSpace)
 	t.hdrs = make([]unix.Mmsghdr, batch)
 	t.msgs = make([]txMsg, batch)
 	t.iov = make([]unix.Iovec, max(maxIovPerMsg, 4*batch))
@@ -97,6 +109,7 @@ func (t *txq) init(batch int) {
 var (
 	errXmitTooBig   = fmt.Errorf("udp: xmit: %w", netdev.ErrTooBig)
 	errXmitNoDst    = opError{"xmit", ErrNoDestination}
+	errXmitSrc      = opError{"xmit", ErrSource}
 	errXmitGSO      = fmt.Errorf("udp: xmit: GSO type other than UDP_L4: %w", netdev.ErrTooBig)
 	errXmitClosed   = fmt.Errorf("udp: xmit: %w", ErrClosed)
 	errPollClosed   = fmt.Errorf("udp: poll: %w", ErrClosed)
@@ -162,7 +175,7 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 		e := mmsg.SendtoNow(d.fd, b.Data(), namePtr(name), len(name))
 		return d.sentOne(b, name, e)
 	}
-	return d.queue(b, name, more)
+	return d.queue(b, name, netip.Addr{}, more)
 }
 
 // XmitTo is Xmit to the destination dst, for an unconnected device sending
@@ -172,6 +185,32 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // an IPv6 address on an IPv4 socket. XmitTo takes ownership of b, also when
 // it returns an error. It allocates nothing.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
+	return d.xmitFrom(b, netip.Addr{}, dst, more)
+}
+
+// XmitFrom is XmitTo from the source address src, a unicast address of
+// this host: the datagram carries src as its source (an IP_PKTINFO control
+// message, ipi_spec_dst, for an IPv4 destination; IPV6_PKTINFO, ipi6_addr,
+// for an IPv6 one; ip(7), ipv6(7)), instead of the address the route
+// picks. An echo server bound to the unspecified address answers each
+// request from the address it came to, DstAddr (Config.PktInfo), so that a
+// client connected to that address accepts the answer. The zero Addr or
+// the unspecified address leaves the choice to the route, as XmitTo.
+//
+// Datagrams with a source are sent with sendmmsg(2) (a doorbell of one
+// with a sendmmsg of one, not sendto(2)), and a GSO run takes only
+// datagrams with the same source. XmitFrom takes ownership of b, also when
+// it returns an error. It drops b and returns ErrNoDestination as XmitTo
+// does, and ErrSource for a source of another family than dst, or a
+// multicast one. A source that is not an address of this host is refused
+// by the kernel at the doorbell (EINVAL; ENETUNREACH from an IPv4 route
+// lookup): that datagram is dropped and counted in tx_dropped_error, the
+// rest of the batch is sent, and GSO stays on. It allocates nothing.
+func (d *Device) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error {
+	return d.xmitFrom(b, src, dst, more)
+}
+
+func (d *Device) xmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error {
 	if b == nil {
 		panic(errNilBuff)
 	}
@@ -185,12 +224,19 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 	if n == 0 || dst.Port() == 0 || dst.Addr().Unmap().IsUnspecified() {
 		return d.dropOne(b, netdev.DropError, errXmitNoDst)
 	}
-	if !more && d.sendsAlone(b, name[:n]) {
+	if src.IsValid() && src.Unmap().IsUnspecified() {
+		src = netip.Addr{}
+	}
+	if src.IsValid() {
+		if src.Unmap().Is4() != dst.Addr().Unmap().Is4() || src.IsMulticast() {
+			return d.dropOne(b, netdev.DropError, errXmitSrc)
+		}
+	} else if !more && d.sendsAlone(b, name[:n]) {
 		// The doorbell of one datagram, rung from here (see sentOne).
 		e := mmsg.SendtoNow(d.fd, b.Data(), &name[0], n)
 		return d.sentOne(b, name[:n], e)
 	}
-	return d.queue(b, name[:n], more)
+	return d.queue(b, name[:n], src, more)
 }
 
 // Flush rings the doorbell now for whatever Xmit queued. It returns the
@@ -221,7 +267,7 @@ func (d *Device) queuedAlone() (*skb.Buff, []byte) {
 		return nil, nil
 	}
 	e := &t.pkts[0]
-	if e.gso != 0 || e.niov != 1 || e.b.IsNonlinear() {
+	if e.gso != 0 || e.niov != 1 || e.from != 0 || e.b.IsNonlinear() {
 		return nil, nil
 	}
 	b := e.b
@@ -239,8 +285,9 @@ func (d *Device) TxAvail() int {
 }
 
 // queue is Xmit after the closed check: name is the datagram's destination
-// as a struct sockaddr, empty for the connected peer.
-func (d *Device) queue(b *skb.Buff, name []byte, more bool) error {
+// as a struct sockaddr, empty for the connected peer; src is its source,
+// the zero Addr for the route's choice.
+func (d *Device) queue(b *skb.Buff, name []byte, src netip.Addr, more bool) error {
 	t := &d.tx
 	n := b.Len()
 	niov, gso := 1, 0
@@ -285,6 +332,11 @@ func (d *Device) queue(b *skb.Buff, name []byte, more bool) error {
 	e.niov = int32(niov)
 	e.gso = uint16(gso)
 	e.name = uint8(len(name))
+	e.from = 0
+	if src.IsValid() {
+		o := k * mmsg.PktinfoSpace
+		e.from = uint8(mmsg.PutCmsgPktinfo(t.froms[o:o+mmsg.PktinfoSpace], src))
+	}
 	t.n = k + 1
 	if !more || t.n == len(t.pkts) {
 		return d.doorbell()
@@ -491,7 +543,10 @@ func (d *Device) doorbell() error {
 			switch {
 			case err == unix.EINTR:
 				continue
-			case msg.gso && isGSOError(err):
+			case msg.gso && isGSOError(err) && !(msg.from && err == unix.EINVAL):
+				// (EINVAL with a source is the kernel refusing the
+				// source: UDP_SEGMENT's own EINVAL, too many segments
+				// or SO_NO_CHECK, cannot happen here.)
 				// The socket cannot segment this: turn GSO off for good
 				// and send the same datagrams again, plainly.
 				d.gso = false
@@ -615,7 +670,8 @@ func (d *Device) build(pos *txPos) int {
 					q := &t.pkts[j]
 					if q.gso != 0 || q.n > p.n || q.n == 0 || int(msg.bytes+q.n) > d.maxGSO ||
 						len(iv)+int(q.niov) > maxIovPerMsg || niov+len(iv)+int(q.niov) > len(t.iov) ||
-						q.name != p.name || p.name != 0 && t.names[j] != t.names[first] {
+						q.name != p.name || p.name != 0 && t.names[j] != t.names[first] ||
+						q.from != p.from || p.from != 0 && string(t.from(j)) != string(t.from(first)) {
 						break
 					}
 					iv = appendAll(iv, q)
@@ -640,7 +696,7 @@ func (d *Device) build(pos *txPos) int {
 					iv = append(iv, iovec(t.stage[s0:stage]))
 				}
 			} else {
-				msg.simple = p.niov == 1 && !p.b.IsNonlinear()
+				msg.simple = p.niov == 1 && p.from == 0 && !p.b.IsNonlinear()
 			}
 			pos.pkt, pos.off = j, 0
 		} else {
@@ -666,11 +722,18 @@ func (d *Device) build(pos *txPos) int {
 		mmsg.SetIov(h, iv)
 		niov += len(iv)
 		mmsg.SetName(h, t.names[first][:p.name])
-		if gsoSize > 0 {
+		if gsoSize > 0 || p.from != 0 {
 			c := t.ctrl[m*ctrlSlot : (m+1)*ctrlSlot]
-			mmsg.PutCmsgUint16(c, unix.SOL_UDP, unix.UDP_SEGMENT, uint16(gsoSize))
-			mmsg.SetCtrl(h, c)
-			msg.gso = true
+			k := 0
+			if gsoSize > 0 {
+				k = mmsg.PutCmsgUint16(c, unix.SOL_UDP, unix.UDP_SEGMENT, uint16(gsoSize))
+				msg.gso = true
+			}
+			if p.from != 0 {
+				k += copy(c[k:], t.from(first))
+				msg.from = true
+			}
+			mmsg.SetCtrl(h, c[:k])
 		} else {
 			mmsg.SetCtrl(h, nil)
 		}
@@ -680,8 +743,9 @@ func (d *Device) build(pos *txPos) int {
 }
 
 // send sends messages [i, m) of the round and returns how many the kernel
-// took. A round of one plain datagram goes by sendto(2), which costs the
-// kernel less than a sendmmsg of one.
+// took. A round of one plain datagram goes by sendto(2), and one of another
+// message (a GSO message, gathered pieces, a source) by sendmsg(2): both
+// cost the kernel less than a sendmmsg of one.
 //
 // The call is made first with MSG_DONTWAIT as a raw system call: on loopback
 // the whole receive path runs inside the sender's call, so a batch keeps it
@@ -708,6 +772,12 @@ func (d *Device) sendNow(i, m int) (int, error) {
 		}
 		return 1, nil
 	}
+	if m-i == 1 {
+		if _, e := mmsg.SendmsgNow(d.fd, &t.hdrs[i].Hdr, unix.MSG_DONTWAIT); e != 0 {
+			return 0, e
+		}
+		return 1, nil
+	}
 	return mmsg.SendHdrsNow(d.fd, t.hdrs[i:m], unix.MSG_DONTWAIT)
 }
 
@@ -717,6 +787,12 @@ func (d *Device) sendWait(i, m int) (int, error) {
 		j := t.msgs[i].pkt
 		p := &t.pkts[j]
 		if _, err := mmsg.Sendto(d.fd, p.b.Data(), d.sendFlags, t.names[j][:p.name]); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	if m-i == 1 {
+		if _, err := mmsg.Sendmsg(d.fd, &t.hdrs[i].Hdr, d.sendFlags); err != nil {
 			return 0, err
 		}
 		return 1, nil

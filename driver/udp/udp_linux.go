@@ -32,6 +32,7 @@ type Device struct {
 	dualStack bool
 	connected bool
 	noSrc     bool // Config.NoSrc: receives ask for no source address
+	pktInfo   bool // Config.PktInfo: receives ask for the local address
 	local     netip.AddrPort
 	remote    netip.AddrPort
 	remoteSrc netip.AddrPort // remote as Src gives a source: IPv4-mapped as IPv4, no zone
@@ -128,6 +129,7 @@ func open(cfg Config) (*Device, error) {
 		remote:    cfg.Remote,
 		connected: cfg.Remote.IsValid(),
 		noSrc:     cfg.NoSrc,
+		pktInfo:   cfg.PktInfo,
 		headroom:  cfg.HeadroomBytes(),
 		copybreak: cfg.CopybreakThreshold(),
 		batch:     cfg.BatchSize(),
@@ -259,6 +261,20 @@ func (d *Device) setup(cfg Config) error {
 			d.gso = true
 		}
 	}
+	if cfg.PktInfo {
+		// IPv4 datagrams, also those of a dual-stack IPv6 socket, report
+		// with IP_PKTINFO; IPv6 ones with IPV6_PKTINFO.
+		if d.family == unix.AF_INET || d.dualStack {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
+				return fmt.Errorf("setsockopt IP_PKTINFO: %w", err)
+			}
+		}
+		if d.family == unix.AF_INET6 {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1); err != nil {
+				return fmt.Errorf("setsockopt IPV6_RECVPKTINFO: %w", err)
+			}
+		}
+	}
 	if cfg.GRO {
 		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
 			d.ctr.GSOFallback(netdev.FallbackUnsupported)
@@ -367,7 +383,7 @@ func (d *Device) initBuffers(cfg Config) error {
 	d.copybreak = min(d.copybreak, max(0, smaller-d.headroom+1))
 	d.cache = p.NewCache()
 	d.tx.init(d.batch)
-	d.rx.init(d.batch, recvSize, d.gro, !d.noSrc && !d.connected)
+	d.rx.init(d.batch, recvSize, d.gro || d.pktInfo, !d.noSrc && !d.connected)
 	return nil
 }
 
@@ -556,6 +572,10 @@ func (d *Device) GSO() bool { return d.gso }
 
 // GRO reports whether receive coalescing (UDP_GRO) is on.
 func (d *Device) GRO() bool { return d.gro }
+
+// PktInfo reports whether receives report each datagram's local address
+// (Config.PktInfo), which DstAddr gives.
+func (d *Device) PktInfo() bool { return d.pktInfo }
 
 // Fd returns the socket's file descriptor, for socket options the Config
 // does not cover. It stays owned by the device: do not close it, read from

@@ -1282,3 +1282,145 @@ func TestNoSrc(t *testing.T) {
 		})
 	}
 }
+
+// TestPktInfo answers clients connected to an address other than the one
+// the route back picks (127.0.0.2, and ::1 on a dual-stack socket) from a
+// device bound to the unspecified address: with PktInfo, DstAddr names the
+// address each request came to and XmitFrom answers from it, which the
+// clients (Go's net package, connected, so they drop datagrams from any
+// other source) take; alone, in a batch, as one GSO run, and with a
+// busy-polling probe. Without PktInfo the same answers are dropped by the
+// clients, which shows the test can fail.
+func TestPktInfo(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		clients []string
+		answer  bool
+	}{
+		{"ipv4", Config{Local: netip.MustParseAddrPort("0.0.0.0:0"), PktInfo: true}, []string{"127.0.0.2", "127.0.0.1"}, true},
+		{"dual-stack", Config{Local: netip.MustParseAddrPort("[::]:0"), PktInfo: true}, []string{"127.0.0.2", "::1"}, true},
+		{"gso", Config{Local: netip.MustParseAddrPort("0.0.0.0:0"), PktInfo: true, GSO: true}, []string{"127.0.0.2"}, true},
+		{"busy-poll", Config{Local: netip.MustParseAddrPort("0.0.0.0:0"), PktInfo: true, BusyPoll: time.Microsecond}, []string{"127.0.0.2"}, true},
+		{"gro", Config{Local: netip.MustParseAddrPort("0.0.0.0:0"), PktInfo: true, GRO: true}, []string{"127.0.0.2"}, true},
+		{"without", Config{Local: netip.MustParseAddrPort("0.0.0.0:0")}, []string{"127.0.0.2"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := openT(t, tc.cfg)
+			port := srv.LocalAddr().Port()
+			for _, host := range tc.clients {
+				c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(host), port)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				req := make([]byte, 200)
+				const n = 8
+				for i := range n {
+					pattern(req, uint32(i))
+					if _, err := c.Write(req); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// Answer them all in one doorbell: equal sizes, one
+				// destination and one source, one GSO run with GSO on.
+				got := 0
+				var errs []error
+				for end := time.Now().Add(2 * time.Second); got < n && time.Now().Before(end); {
+					if err := srv.Wait(100 * time.Millisecond); err != nil && err != netdev.ErrTimeout {
+						t.Fatal(err)
+					}
+					_, err := srv.Poll(64, func(b *skb.Buff) {
+						got++
+						if want := netip.MustParseAddr(host).Unmap(); tc.answer && srv.DstAddr() != want {
+							t.Errorf("DstAddr %v, want %v", srv.DstAddr(), want)
+						}
+						if !tc.answer && srv.DstAddr().IsValid() {
+							t.Errorf("DstAddr %v without PktInfo", srv.DstAddr())
+						}
+						if err := srv.XmitFrom(b, srv.DstAddr(), srv.Src(), got < n); err != nil {
+							errs = append(errs, err)
+						}
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got != n || len(errs) > 0 {
+					t.Fatalf("%s: server got %d of %d requests, answer errors %v", host, got, n, errs)
+				}
+				if err := srv.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+				buf := make([]byte, 2048)
+				var seqs []uint32
+				for {
+					k, err := c.Read(buf)
+					if err != nil {
+						break
+					}
+					s, ok := checkPattern(buf[:k])
+					if !ok || k != len(req) {
+						t.Errorf("%s: answer of %d bytes, pattern ok %v", host, k, ok)
+					}
+					seqs = append(seqs, s)
+				}
+				switch {
+				case tc.answer && len(seqs) != n:
+					t.Errorf("%s: client took %d of %d answers %v; server %+v", host, len(seqs), n, seqs, srv.Stats())
+				case !tc.answer && len(seqs) != 0:
+					t.Errorf("%s: client took %d answers from the route's address; the test cannot tell", host, len(seqs))
+				}
+			}
+			if st := srv.Stats(); st.TxDroppedTotal() != 0 {
+				t.Errorf("tx_dropped %d: %v", st.TxDroppedTotal(), st.Map())
+			}
+		})
+	}
+}
+
+// TestXmitFromBadSource checks XmitFrom's refusals: a source of another
+// family or a multicast one is dropped with ErrSource before the doorbell;
+// one that is not this host's is refused by the kernel (EINVAL, or
+// ENETUNREACH from the route lookup) for that datagram alone, without
+// turning GSO off, and the rest of the batch goes: as GSO runs before and
+// after it, over IPv4, IPv6 and a dual-stack socket.
+func TestXmitFromBadSource(t *testing.T) {
+	for _, tc := range []struct {
+		name, local, to, src, other, bad string
+	}{
+		{"ipv4", "0.0.0.0:0", "127.0.0.1", "127.0.0.1", "::1", "198.18.0.9"},
+		{"dual-stack", "[::]:0", "127.0.0.1", "127.0.0.1", "::1", "198.18.0.9"},
+		{"ipv6", "[::1]:0", "::1", "::1", "127.0.0.1", "fd00::9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			to := netip.MustParseAddr(tc.to)
+			rx := openT(t, Config{Local: netip.AddrPortFrom(to, 0)})
+			tx := openT(t, Config{Local: netip.MustParseAddrPort(tc.local), GSO: true})
+			dst := netip.AddrPortFrom(to, rx.LocalAddr().Port())
+			for _, src := range []string{tc.other, "224.0.0.1", "ff02::1"} {
+				if err := tx.XmitFrom(fill(t, tx, 0, 100), netip.MustParseAddr(src), dst, false); !errors.Is(err, ErrSource) {
+					t.Errorf("source %s: %v, want ErrSource", src, err)
+				}
+			}
+			srcs := []string{tc.src, tc.src, tc.bad, tc.src, tc.src}
+			var err error
+			for i, s := range srcs {
+				err = tx.XmitFrom(fill(t, tx, uint32(i), 100), netip.MustParseAddr(s), dst, i < len(srcs)-1)
+			}
+			if err == nil || errors.Is(err, ErrSource) {
+				t.Errorf("doorbell: %v, want the kernel's refusal of %s", err, tc.bad)
+			}
+			t.Logf("source %s: %v", tc.bad, err)
+			g := collect(t, rx, 4, time.Second)
+			if len(g) != 4 || !tx.GSO() {
+				t.Errorf("received %d of 4; GSO still on: %v", len(g), tx.GSO())
+			}
+			st := tx.Stats()
+			if st.TxDropped[netdev.DropError] != 4 || st.TxPackets != 4 {
+				t.Errorf("tx_dropped_error %d (want 4: three ErrSource, one refused), tx_packets %d (want 4)", st.TxDropped[netdev.DropError], st.TxPackets)
+			}
+		})
+	}
+}

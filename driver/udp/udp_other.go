@@ -41,6 +41,17 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 	return errUnsupported
 }
 
+// XmitFrom frees b and fails: see Open. A nil b panics.
+func (d *Device) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error {
+	return d.XmitTo(b, dst, more)
+}
+
+// DstAddr returns the zero Addr: see Open.
+func (d *Device) DstAddr() netip.Addr { return netip.Addr{} }
+
+// PktInfo reports false: see Open.
+func (d *Device) PktInfo() bool { return false }
+
 // SetDst fails: see Open.
 func (d *Device) SetDst(dst netip.AddrPort) error { return errUnsupported }
 

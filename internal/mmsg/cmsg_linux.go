@@ -4,6 +4,7 @@ package mmsg
 
 import (
 	"encoding/binary"
+	"net/netip"
 
 	"golang.org/x/sys/unix"
 )
@@ -83,4 +84,62 @@ func CmsgInt(data []byte) uint64 {
 		return binary.NativeEndian.Uint64(data)
 	}
 	return 0
+}
+
+// PktinfoSpace is the most bytes PutCmsgPktinfo writes: CMSG_SPACE of a
+// struct in6_pktinfo, 40 on 64-bit Linux.
+var PktinfoSpace = unix.CmsgSpace(unix.SizeofInet6Pktinfo)
+
+// PutCmsgPktinfo writes at the start of b the control message that sets a
+// datagram's source address to a (ip(7), ipv6(7)): for an IPv4 address (an
+// IPv4-mapped one too) IP_PKTINFO at level IPPROTO_IP, a struct in_pktinfo
+// (ipi_ifindex int32, ipi_spec_dst, ipi_addr; 12 bytes) with ipi_spec_dst
+// set; for an IPv6 address IPV6_PKTINFO at level IPPROTO_IPV6, a struct
+// in6_pktinfo (ipi6_addr, then ipi6_ifindex uint32; 20 bytes). The
+// interface index is 0: the route picks it. It returns the bytes used,
+// CMSG_SPACE of the struct (32 or 40 on 64-bit Linux), or 0 when b is too
+// short or a is not valid.
+func PutCmsgPktinfo(b []byte, a netip.Addr) int {
+	switch {
+	case !a.IsValid():
+		return 0
+	case a.Unmap().Is4():
+		n := unix.CmsgSpace(unix.SizeofInet4Pktinfo)
+		if len(b) < n {
+			return 0
+		}
+		putCmsgHdr(b, unix.IPPROTO_IP, unix.IP_PKTINFO, unix.SizeofInet4Pktinfo)
+		d := b[cmsgHdrLen:n]
+		clear(d)
+		a4 := a.Unmap().As4()
+		copy(d[4:8], a4[:])
+		return n
+	default:
+		n := unix.CmsgSpace(unix.SizeofInet6Pktinfo)
+		if len(b) < n {
+			return 0
+		}
+		putCmsgHdr(b, unix.IPPROTO_IPV6, unix.IPV6_PKTINFO, unix.SizeofInet6Pktinfo)
+		d := b[cmsgHdrLen:n]
+		clear(d)
+		a16 := a.As16()
+		copy(d[0:16], a16[:])
+		return n
+	}
+}
+
+// PktinfoAddr returns the local address that a received IP_PKTINFO or
+// IPV6_PKTINFO control message carries (the data NextCmsg gave, with its
+// level and type): ipi_spec_dst of a struct in_pktinfo, the address of this
+// host the datagram came to (for a broadcast, the one the route picks), or
+// ipi6_addr of a struct in6_pktinfo, the header's destination; an
+// IPv4-mapped one unmapped. ok is false for another message or a short one.
+func PktinfoAddr(level, typ int32, data []byte) (a netip.Addr, ok bool) {
+	switch {
+	case level == unix.IPPROTO_IP && typ == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
+		return netip.AddrFrom4([4]byte(data[4:8])), true
+	case level == unix.IPPROTO_IPV6 && typ == unix.IPV6_PKTINFO && len(data) >= unix.SizeofInet6Pktinfo:
+		return netip.AddrFrom16([16]byte(data[0:16])).Unmap(), true
+	}
+	return netip.Addr{}, false
 }

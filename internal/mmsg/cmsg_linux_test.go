@@ -143,3 +143,46 @@ func rawFrom(raw *unix.RawSockaddrInet6, b []byte) {
 		copy(raw.Addr[:], b[8:24])
 	}
 }
+
+// TestCmsgPktinfo checks PutCmsgPktinfo against x/sys's own IP_PKTINFO and
+// IPV6_PKTINFO builders byte for byte, and PktinfoAddr against the structs
+// they carry.
+func TestCmsgPktinfo(t *testing.T) {
+	for _, s := range []string{"127.0.0.2", "::ffff:198.18.0.1", "::1", "fd00::7"} {
+		a := netip.MustParseAddr(s)
+		var want []byte
+		if a.Unmap().Is4() {
+			want = unix.PktInfo4(&unix.Inet4Pktinfo{Spec_dst: a.Unmap().As4()})
+		} else {
+			want = unix.PktInfo6(&unix.Inet6Pktinfo{Addr: a.As16()})
+		}
+		b := make([]byte, PktinfoSpace+8)
+		for i := range b {
+			b[i] = 0xa5 // stale bytes that padding must not keep
+		}
+		n := PutCmsgPktinfo(b, a)
+		if n != len(want) || string(b[:n]) != string(want) {
+			t.Errorf("%v: PutCmsgPktinfo wrote %x, x/sys %x", a, b[:n], want)
+		}
+		if PutCmsgPktinfo(b[:n-1], a) != 0 {
+			t.Errorf("%v: PutCmsgPktinfo wrote into %d bytes", a, n-1)
+		}
+		level, typ, data, _, ok := NextCmsg(b[:n])
+		if !ok {
+			t.Fatalf("%v: NextCmsg found no message in %x", a, b[:n])
+		}
+		got, ok := PktinfoAddr(level, typ, data)
+		if !ok || got != a.Unmap() {
+			t.Errorf("%v: PktinfoAddr gave %v, %v", a, got, ok)
+		}
+		if _, ok := PktinfoAddr(level, typ, data[:len(data)-1]); ok {
+			t.Errorf("%v: PktinfoAddr took a short message", a)
+		}
+	}
+	if PutCmsgPktinfo(make([]byte, 64), netip.Addr{}) != 0 {
+		t.Error("PutCmsgPktinfo wrote the zero Addr")
+	}
+	if _, ok := PktinfoAddr(unix.SOL_UDP, unix.UDP_GRO, make([]byte, 4)); ok {
+		t.Error("PktinfoAddr took UDP_GRO")
+	}
+}
