@@ -30,8 +30,9 @@ func seqDatagram(b *skb.Buff) (uint32, int, bool) {
 
 // TestConformance runs the netdev conformance suite on loopback, IPv4 and
 // IPv6, with GSO and GRO on and off, and with the receiver asking for each
-// datagram's local address (PktInfo) beside GRO and without it. The receive buffer is large enough for
-// everything the suite has in flight, so the pair is not lossy.
+// datagram's local address (PktInfo) beside GRO and without it. The
+// receive buffer is large enough for everything the suite has in flight,
+// so the pair is not lossy.
 func TestConformance(t *testing.T) {
 	for _, fam := range families {
 		for _, off := range []struct{ gso, gro, pktinfo bool }{
