@@ -33,6 +33,7 @@ type pingpongOpts struct {
 	count    uint64
 	budget   int
 	from     string
+	pktinfo  bool
 }
 
 func pingpongCmd() *cobra.Command {
@@ -53,11 +54,11 @@ client sends, as pktgen does, only to loopback (127.0.0.0/8, ::1) and to
 198.18.0.0/15 over a route without a gateway that is not the default route
 (a lab), unless --allow-any-dst; the server answers only those who sent to
 it. A server on a wildcard address (0.0.0.0, ::) answers from the address
-the kernel's route back to the client picks, as a C server's sendto does
-(IP_PKTINFO is not used): a client connected to another of the host's
-addresses (127.0.0.2 rather than 127.0.0.1) drops that answer and sees no
-reply. Connect to the address the route picks, or give the server that
-address.
+its route back picks, as a C server's sendto does: a client connected to
+another of the host's addresses (127.0.0.2 rather than 127.0.0.1) drops
+that answer. Give such a server --pktinfo and it answers each request from
+the address the request was sent to (IP_PKTINFO), at the cost of a control
+message each way (about 0.5 us a round trip busy-polling on loopback).
 --busy-poll spins on the device's poll instead of sleeping while waiting: no
 wake-up on the reply's path, one core kept busy. Give it on both sides to
 measure the spinning floor. Without it each side sleeps until the kernel
@@ -96,6 +97,7 @@ came, as the C reference server) and --count.
 	durationVarP(fs, &o.idle, "idle", "", traffic.DefaultEchoIdle, "server: stop after this long without a request, once one came")
 	fs.IntVar(&o.budget, "budget", 0, fmt.Sprintf("packets per poll; 0: 1 for the client, %d for the server", traffic.DefaultBudget))
 	fs.Uint64Var(&o.count, "count", 0, "server: stop after answering N packets (0: no limit)")
+	fs.BoolVar(&o.pktinfo, "pktinfo", false, "server over udp: answer each request from the address it was sent to (IP_PKTINFO), for a --listen on 0.0.0.0 or :: with clients of several of its addresses")
 	fs.StringVar(&o.from, "from", "", "server over udp: answer only sources in this PREFIX (e.g. 127.0.0.0/8, with --listen 0.0.0.0:PORT); others are counted and not answered")
 	durationVarP(fs, &o.timeout, "timeout", "", traffic.DefaultReplyTimeout, "client: how long to wait for each reply")
 	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process with an echo on its other end: the engine's own cost); afpacket's receive ring adds up to 1 ms per receive: measure latency over udp or afxdp")
@@ -156,7 +158,7 @@ type echoResultJSON struct {
 // --listen: the other side refuses them rather than ignore them.
 var (
 	pingClientFlags = []string{"size", "iters", "warmup", "timeout", "src", "dst-mac", "allow-any-dst"}
-	pingServerFlags = []string{"idle", "count", "from"}
+	pingServerFlags = []string{"idle", "count", "from", "pktinfo"}
 )
 
 func (o *pingpongOpts) check(cmd *cobra.Command) error {
@@ -205,6 +207,9 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return errors.New("pingpong: --dev memring runs its own echo: give it to the client, without --server")
 	}
 	cfg := traffic.EchoConfig{Spin: o.busy, Duration: o.duration, Idle: o.idle, Count: o.count, Budget: o.budget}
+	if o.pktinfo && spec.kind != devUDP {
+		return fmt.Errorf("pingpong: --pktinfo is for --dev udp (on %v the server answers frames from the address they were sent to)", spec)
+	}
 	if cmd.Flags().Changed("from") {
 		pfx, err := netip.ParsePrefix(o.from)
 		if err != nil {
@@ -221,7 +226,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	}
 	var dev netdev.Device
 	if spec.kind == devUDP {
-		d, err := udp.Open(udp.Config{Local: listen, RecvSize: recvSize(listen.Addr())})
+		d, err := udp.Open(udp.Config{Local: listen, RecvSize: recvSize(listen.Addr()), PktInfo: o.pktinfo})
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", bindErr("a pingpong server", "listen", listen, err))
 		}
@@ -371,7 +376,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		case errors.Is(runErr, syscall.ECONNREFUSED):
 			return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable): is `skb pingpong --server` running there?", dst)
 		case errors.Is(runErr, traffic.ErrNoReply):
-			return fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there? (a server on 0.0.0.0 or :: answers from the address its route picks, which may not be %v)", dst, o.timeout, dst.Addr())
+			return fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there? (a server on 0.0.0.0 or :: answers from the address its route picks, which may not be %v, unless given --pktinfo)", dst, o.timeout, dst.Addr())
 		}
 		return fmt.Errorf("pingpong: %w", runErr)
 	}

@@ -376,6 +376,48 @@ func TestPingPongFrom(t *testing.T) {
 	}
 }
 
+// TestPingPongWildcard runs servers bound to 0.0.0.0 and :: with --pktinfo
+// and clients connected to addresses other than the one the route back
+// picks (127.0.0.2; ::1 and 127.0.0.2 on the dual-stack one), sleeping and
+// busy-polling: each answer must come from the address its request went
+// to, or the connected client drops it. (Without --pktinfo these clients
+// see no reply.)
+func TestPingPongWildcard(t *testing.T) {
+	for _, tc := range []struct {
+		listen  string
+		clients []string
+		busy    bool
+	}{
+		{"0.0.0.0", []string{"127.0.0.2"}, false},
+		{"0.0.0.0", []string{"127.0.0.2"}, true},
+		{"::", []string{"::1", "127.0.0.2"}, false},
+	} {
+		port := freePorts(t, 1)
+		listen := net.JoinHostPort(tc.listen, strconv.Itoa(port))
+		args := []string{"pingpong", "--server", "--listen", listen, "--pktinfo", "--idle", "300ms", "-t", "10s"}
+		if tc.busy {
+			args = append(args, "--busy-poll")
+		}
+		srv := startBg(t, exec.Command(buildSkb(t), args...))
+		srv.bound(t, listen)
+		for _, host := range tc.clients {
+			args := []string{"pingpong", "--connect", net.JoinHostPort(host, strconv.Itoa(port)), "-n", "20", "--warmup", "-1",
+				"--timeout", "2s", "-t", "5s"}
+			if tc.busy {
+				args = append(args, "--busy-poll")
+			}
+			out, errOut, code := skb(t, args...)
+			if code != 0 || !strings.Contains(out, "20 iters in ") {
+				t.Errorf("server on %s, client to %s (busy-poll %v): exit %d, %q %q", listen, host, tc.busy, code, out, errOut)
+			}
+		}
+		want := fmt.Sprintf("echoed %d packets", 20*len(tc.clients))
+		if sout := srv.wait(t); !strings.Contains(sout, want) {
+			t.Errorf("server on %s: %q, want %q", listen, sout, want)
+		}
+	}
+}
+
 func TestMemringCLI(t *testing.T) {
 	_, r := ndjson(t, mustSkb(t, "pktgen", "--dev", "memring", "-n", "5000", "-b", "32", "--json"))
 	if num(r, "packets") != 5000 || num(r, "doorbells") != 157 {
