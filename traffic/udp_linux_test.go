@@ -218,25 +218,7 @@ func TestUDPEchoFrom(t *testing.T) {
 		{"[::]:0", "::ffff:198.18.0.0/111", false},
 	} {
 		srv := openUDP(t, udp.Config{Local: netip.MustParseAddrPort(tc.listen)})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan EchoResult, 1)
-		go func() {
-			r, err := Echo(ctx, srv, EchoConfig{From: netip.MustParsePrefix(tc.from), Idle: -1})
-			if err != nil {
-				t.Error(err)
-			}
-			done <- r
-		}()
-		cli := openUDP(t, udp.Config{Remote: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), srv.LocalAddr().Port())})
-		// A reply can take long on a loaded machine under -race; an
-		// unanswered request waits out the short timeout once and ends the run.
-		timeout := 50 * time.Millisecond
-		if tc.answer {
-			timeout = 2 * time.Second
-		}
-		r, err := PingPong(context.Background(), cli, PingPongConfig{Iters: 20, Warmup: -1, Timeout: timeout})
-		cancel()
-		er := <-done
+		r, er, err := echoRound(t, srv, EchoConfig{From: netip.MustParsePrefix(tc.from), Idle: -1}, "127.0.0.1", tc.answer)
 		if tc.answer {
 			if err != nil || r.Iters != 20 || er.Echoed != 20 || er.Other != 0 {
 				t.Errorf("%s, From %s: pingpong %+v, %v; echo %+v: want 20 answered", tc.listen, tc.from, r, err, er)
@@ -268,23 +250,7 @@ func TestUDPEchoPktInfo(t *testing.T) {
 		{"0.0.0.0:0", false, "127.0.0.2"},
 	} {
 		srv := openUDP(t, udp.Config{Local: netip.MustParseAddrPort(tc.listen), PktInfo: tc.pktinfo})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan EchoResult, 1)
-		go func() {
-			r, err := Echo(ctx, srv, EchoConfig{Idle: -1})
-			if err != nil {
-				t.Error(err)
-			}
-			done <- r
-		}()
-		cli := openUDP(t, udp.Config{Remote: netip.AddrPortFrom(netip.MustParseAddr(tc.client), srv.LocalAddr().Port())})
-		timeout := 50 * time.Millisecond
-		if tc.pktinfo {
-			timeout = 2 * time.Second
-		}
-		r, err := PingPong(context.Background(), cli, PingPongConfig{Iters: 20, Warmup: -1, Timeout: timeout})
-		cancel()
-		er := <-done
+		r, er, err := echoRound(t, srv, EchoConfig{Idle: -1}, tc.client, tc.pktinfo)
 		if tc.pktinfo && (err != nil || r.Iters != 20 || er.Echoed != 20) {
 			t.Errorf("%s with PktInfo, client to %s: pingpong %+v, %v; echo %+v: want 20 answered", tc.listen, tc.client, r, err, er)
 		}
@@ -292,6 +258,32 @@ func TestUDPEchoPktInfo(t *testing.T) {
 			t.Errorf("%s without PktInfo, client to %s: pingpong %+v, %v: want no reply", tc.listen, tc.client, r, err)
 		}
 	}
+}
+
+// echoRound runs Echo on srv with cfg and 20 round trips of a client
+// connected to host at srv's port, and returns the client's result, the
+// echo's result and the client's error. A reply can take long on a loaded
+// machine under -race: the client waits 2 s for one when answer says it
+// should come; an unanswered request waits out 50 ms once and ends the run.
+func echoRound(t *testing.T, srv *udp.Device, cfg EchoConfig, host string, answer bool) (PingPongResult, EchoResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan EchoResult, 1)
+	go func() {
+		r, err := Echo(ctx, srv, cfg)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	cli := openUDP(t, udp.Config{Remote: netip.AddrPortFrom(netip.MustParseAddr(host), srv.LocalAddr().Port())})
+	timeout := 50 * time.Millisecond
+	if answer {
+		timeout = 2 * time.Second
+	}
+	r, err := PingPong(context.Background(), cli, PingPongConfig{Iters: 20, Warmup: -1, Timeout: timeout})
+	cancel()
+	return r, <-done, err
 }
 
 // TestUDPPingPongRefused checks that a client connected to a port without a

@@ -100,32 +100,25 @@ var PktinfoSpace = unix.CmsgSpace(unix.SizeofInet6Pktinfo)
 // CMSG_SPACE of the struct (32 or 40 on 64-bit Linux), or 0 when b is too
 // short or a is not valid.
 func PutCmsgPktinfo(b []byte, a netip.Addr) int {
-	switch {
-	case !a.IsValid():
+	if !a.IsValid() {
 		return 0
-	case a.Unmap().Is4():
-		n := unix.CmsgSpace(unix.SizeofInet4Pktinfo)
-		if len(b) < n {
-			return 0
-		}
-		putCmsgHdr(b, unix.IPPROTO_IP, unix.IP_PKTINFO, unix.SizeofInet4Pktinfo)
-		d := b[cmsgHdrLen:n]
-		clear(d)
-		a4 := a.Unmap().As4()
-		copy(d[4:8], a4[:])
-		return n
-	default:
-		n := unix.CmsgSpace(unix.SizeofInet6Pktinfo)
-		if len(b) < n {
-			return 0
-		}
-		putCmsgHdr(b, unix.IPPROTO_IPV6, unix.IPV6_PKTINFO, unix.SizeofInet6Pktinfo)
-		d := b[cmsgHdrLen:n]
-		clear(d)
-		a16 := a.As16()
-		copy(d[0:16], a16[:])
-		return n
 	}
+	level, typ, size, at := int32(unix.IPPROTO_IPV6), int32(unix.IPV6_PKTINFO), unix.SizeofInet6Pktinfo, 0
+	a16 := a.As16()
+	addr := a16[:]
+	if a.Unmap().Is4() {
+		level, typ, size, at = unix.IPPROTO_IP, unix.IP_PKTINFO, unix.SizeofInet4Pktinfo, 4
+		addr = a16[12:]
+	}
+	n := unix.CmsgSpace(size)
+	if len(b) < n {
+		return 0
+	}
+	putCmsgHdr(b, level, typ, size)
+	d := b[cmsgHdrLen:n]
+	clear(d)
+	copy(d[at:], addr)
+	return n
 }
 
 // PktinfoAddr returns the local address that a received IP_PKTINFO or
