@@ -81,8 +81,9 @@
 // drops such an answer. With Config.PktInfo each receive also reports the
 // address the datagram came to (IP_PKTINFO, IPV6_PKTINFO), which DstAddr
 // gives, and XmitFrom(b, d.DstAddr(), d.Src(), false) answers from it: the
-// source travels as a control message of sendmmsg(2), and a GSO run takes
-// datagrams of one source only.
+// source travels as a control message (IP_PKTINFO, IPV6_PKTINFO) of the
+// doorbell's sendmmsg(2) or sendmsg(2), and a GSO run takes datagrams of
+// one source only.
 //
 // Wait sleeps in the kernel in a recvmmsg(2) with MSG_WAITFORONE that
 // receives the first datagram and what else is queued, which the next Poll

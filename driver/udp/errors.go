@@ -25,8 +25,9 @@ var (
 	ErrNoDestination = errors.New("udp: no destination for the datagram")
 
 	// ErrSource is returned by XmitFrom for a source address of another
-	// family than the destination, or a multicast one: the packet was
-	// dropped and counted in tx_dropped_error.
+	// family than the destination, or a multicast or limited-broadcast
+	// (255.255.255.255) one: the datagram was dropped and counted in
+	// tx_dropped_error.
 	ErrSource = errors.New("udp: source address not of the destination's family, or multicast")
 
 	// ErrClosed is returned by every method after Close. It is

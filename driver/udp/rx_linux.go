@@ -16,17 +16,20 @@ import (
 )
 
 // rxCtrlLen is the control buffer of each receive slot with GRO or
-// PktInfo: room for the UDP_GRO message (an int, CMSG_SPACE 24 bytes) and an
-// IPV6_PKTINFO one (40 bytes; IP_PKTINFO takes 32). Without either the
-// slots have none: the kernel then skips its control-message work.
-const rxCtrlLen = 64
+// PktInfo: room for the UDP_GRO message (an int, CMSG_SPACE 24 bytes on
+// 64-bit Linux), an IPV6_PKTINFO one (40 bytes) and an IP_PKTINFO one (32
+// bytes), all three of which an IPv4 datagram on a dual-stack socket with
+// PktInfo and GRO gets: 96 bytes. A shorter buffer would cut the last
+// message (MSG_CTRUNC). Without GRO or PktInfo the slots have none: the
+// kernel then skips its control-message work.
+const rxCtrlLen = 96
 
 // rxq is the receive side: one recvmmsg batch whose slots each have a posted
 // buffer, and the messages received and not yet handed to the handler.
 type rxq struct {
 	batch    *mmsg.Batch
 	bufs     []*skb.Buff // posted buffer of each slot; nil when the slot needs one
-	ctrlLen  int         // control bytes each slot offers the kernel: rxCtrlLen with GRO, else 0
+	ctrlLen  int         // control bytes each slot offers the kernel: rxCtrlLen with GRO or PktInfo, else 0
 	posted   int         // slots [0, posted) all hold a buffer
 	prepared int         // messages [0, prepared) have their pointers set (PrepareRecv)
 	dirty    int         // messages [0, dirty) were filled by the kernel since last reset
@@ -229,9 +232,9 @@ func (d *Device) recv(n, flags int) (int, error) {
 }
 
 // recvOne receives one datagram into slot 0, which makes it pending: with
-// recvmsg(2), or without GRO and without sleeping with recvfrom(2) as
-// a raw system call, the cheapest receive the kernel has (no msghdr to copy in, no
-// iovec array), which a busy-polling loop probes with. On a connected
+// recvmsg(2), or without GRO or PktInfo and without sleeping with
+// recvfrom(2) as a raw system call, the cheapest receive the kernel has (no
+// msghdr to copy in, no iovec array), which a busy-polling loop probes with. On a connected
 // socket it asks for no address: the source can only be Remote. It returns
 // whether a datagram came and the call's errno (0 when one came); ok false
 // with errno 0 means that the pool had no buffer to post. The errno is
@@ -492,7 +495,10 @@ func (d *Device) parseCtrl(i, n int) {
 	for level, typ, data, rest, ok := mmsg.NextCmsg(c[:n]); ok; level, typ, data, rest, ok = mmsg.NextCmsg(rest) {
 		if level == unix.SOL_UDP && typ == unix.UDP_GRO {
 			r.seg = int(int32(mmsg.CmsgInt(data)))
-		} else if a, ok := mmsg.PktinfoAddr(level, typ, data); ok {
+		} else if a, ok := mmsg.PktinfoAddr(level, typ, data); ok && (level == unix.IPPROTO_IP || !r.dst.IsValid()) {
+			// An IPv4 datagram on a dual-stack socket brings both:
+			// IP_PKTINFO's ipi_spec_dst, the local address, wins over
+			// IPV6_PKTINFO's header destination (a broadcast one).
 			r.dst = a
 		}
 	}
@@ -525,12 +531,13 @@ func (d *Device) Src() netip.AddrPort {
 // Config.PktInfo: during the handler, the datagram it was given; it stays
 // valid until the next Poll or Wait receives more. For IPv4 it is
 // IP_PKTINFO's ipi_spec_dst, the local address the datagram came in on
-// (for a broadcast, the one the route picks); for IPv6 IPV6_PKTINFO's
-// ipi6_addr, the header's destination (a multicast group for a multicast
-// datagram, which cannot be a source). An IPv4 address on a dual-stack
-// socket is given as IPv4. It returns the zero Addr without PktInfo, and
-// before the first datagram. Answer from it with XmitFrom. It allocates
-// nothing.
+// (for a broadcast, the one the route picks), also on a dual-stack socket;
+// for IPv6 IPV6_PKTINFO's ipi6_addr, the header's destination (a multicast
+// group for a multicast datagram, which cannot be a source). An IPv4
+// address on a dual-stack socket is given as IPv4, and IPv6 zones are not
+// kept (the interface index is dropped), as with Src. It returns the zero
+// Addr without PktInfo, and before the first datagram. Answer from it with
+// XmitFrom. It allocates nothing.
 func (d *Device) DstAddr() netip.Addr {
 	if d.rx.cur < 0 {
 		return netip.Addr{}
@@ -552,9 +559,9 @@ func (d *Device) DstAddr() netip.Addr {
 // took two and more (measured on a loopback round trip: p50 56-68 µs
 // against 83-89 µs for poll(2), the C reference 40-48 µs in the same runs).
 // With Config.BusyPoll it spins instead, probing with non-blocking
-// recvfrom(2) (recvmsg(2) with GRO, for its control message), which costs
-// the kernel less than a recvmmsg that finds one datagram and tries for a
-// second.
+// recvfrom(2) (recvmsg(2) with GRO or PktInfo, for the control messages),
+// which costs the kernel less than a recvmmsg that finds one datagram and
+// tries for a second.
 //
 // The Go scheduler takes the P of a goroutine that sleeps in a system call
 // for more than 20 µs when no other P is idle, and the goroutine must get

@@ -198,17 +198,28 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 // the unspecified address leaves the choice to the route, as XmitTo.
 //
 // Datagrams with a source are sent with sendmmsg(2) (a doorbell of one
-// with a sendmmsg of one, not sendto(2)), and a GSO run takes only
-// datagrams with the same source. XmitFrom takes ownership of b, also when
-// it returns an error. It drops b and returns ErrNoDestination as XmitTo
-// does, and ErrSource for a source of another family than dst, or a
-// multicast one. A source that is not an address of this host is refused
-// by the kernel at the doorbell (EINVAL; ENETUNREACH from an IPv4 route
-// lookup): that datagram is dropped and counted in tx_dropped_error, the
-// rest of the batch is sent, and GSO stays on. It allocates nothing.
+// with sendmsg(2), not sendto(2)), and a GSO run takes only datagrams with
+// the same source. The interface index sent is 0 and src's zone is not
+// used: the route picks the interface, so a link-local source is refused
+// (EINVAL).
+//
+// XmitFrom takes ownership of b, also when it returns an error. It drops b
+// and returns ErrNoDestination as XmitTo does, and ErrSource for a source
+// of another family than dst, or a multicast or limited-broadcast
+// (255.255.255.255) one. A source that is not an address of this host is
+// refused by the kernel at the doorbell (EINVAL; ENETUNREACH from an IPv4
+// route lookup): that datagram is dropped and counted in tx_dropped_error,
+// and the rest of the batch is sent. A GSO message with a source refused
+// with EINVAL is sent again datagram by datagram: when the first goes, the
+// segmentation was at fault and GSO is turned off (gso_fallback_einval);
+// when it is refused too, the source was, and GSO stays on. It allocates
+// nothing.
 func (d *Device) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error {
 	return d.xmitFrom(b, src, dst, more)
 }
+
+// limitedBroadcast is 255.255.255.255, which the kernel refuses as a source.
+var limitedBroadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
 
 func (d *Device) xmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error {
 	if b == nil {
@@ -228,7 +239,7 @@ func (d *Device) xmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more 
 		src = netip.Addr{}
 	}
 	if src.IsValid() {
-		if src.Unmap().Is4() != dst.Addr().Unmap().Is4() || src.IsMulticast() {
+		if src.Unmap().Is4() != dst.Addr().Unmap().Is4() || src.IsMulticast() || src.Unmap() == limitedBroadcast {
 			return d.dropOne(b, netdev.DropError, errXmitSrc)
 		}
 	} else if !more && d.sendsAlone(b, name[:n]) {
@@ -529,6 +540,9 @@ func (d *Device) doorbell() error {
 	send:
 		for i < m {
 			k, err := d.send(i, m)
+			if d.gsoSuspect && err != unix.EINTR {
+				d.settleGSO(err)
+			}
 			if err == nil {
 				segs, bytes := 0, 0
 				for _, msg := range t.msgs[i : i+k] {
@@ -543,10 +557,14 @@ func (d *Device) doorbell() error {
 			switch {
 			case err == unix.EINTR:
 				continue
-			case msg.gso && isGSOError(err) && !(msg.from && err == unix.EINVAL):
-				// (EINVAL with a source is the kernel refusing the
-				// source: UDP_SEGMENT's own EINVAL, too many segments
-				// or SO_NO_CHECK, cannot happen here.)
+			case msg.gso && msg.from && err == unix.EINVAL:
+				// The source or the segmentation (SO_NO_CHECK set
+				// through Fd, say): send the same datagrams plainly,
+				// and let the first of them tell (settleGSO).
+				d.gso, d.gsoSuspect = false, true
+				pos = txPos{int(msg.pkt), int(msg.off)}
+				break send
+			case msg.gso && isGSOError(err):
 				// The socket cannot segment this: turn GSO off for good
 				// and send the same datagrams again, plainly.
 				d.gso = false
@@ -579,12 +597,30 @@ func (d *Device) doorbell() error {
 			}
 		}
 	}
+	if d.gsoSuspect {
+		// Nothing was sent after the suspect message: blame nothing.
+		d.gso, d.gsoSuspect = true, false
+	}
 	for i := range t.pkts[:t.n] {
 		d.cache.Free(t.pkts[i].b)
 		t.pkts[i].b = nil
 	}
 	t.n = 0
 	return first
+}
+
+// settleGSO decides, from err, the result of sending plainly the first
+// datagram of a GSO message with a source that was refused with EINVAL:
+// sent, the segmentation was at fault, and GSO stays off, counted as a
+// fallback; refused again (or failed otherwise), the source was (or
+// nothing is known), and GSO is on again for the next doorbell.
+func (d *Device) settleGSO(err error) {
+	d.gsoSuspect = false
+	if err == nil {
+		d.ctr.GSOFallback(netdev.FallbackEINVAL)
+		return
+	}
+	d.gso = true
 }
 
 func keepFirst(first, err error) error {
@@ -744,8 +780,10 @@ func (d *Device) build(pos *txPos) int {
 
 // send sends messages [i, m) of the round and returns how many the kernel
 // took. A round of one plain datagram goes by sendto(2), and one of another
-// message (a GSO message, gathered pieces, a source) by sendmsg(2): both
-// cost the kernel less than a sendmmsg of one.
+// message (a GSO message, gathered pieces, a source) by sendmsg(2), which
+// spares the kernel the struct mmsghdr a sendmmsg of one copies in and out
+// (no gain measured beyond noise: a 64-datagram GSO burst into C's
+// udp_recv, six interleaved rounds).
 //
 // The call is made first with MSG_DONTWAIT as a raw system call: on loopback
 // the whole receive path runs inside the sender's call, so a batch keeps it

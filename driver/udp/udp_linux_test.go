@@ -1383,9 +1383,11 @@ func TestPktInfo(t *testing.T) {
 // TestXmitFromBadSource checks XmitFrom's refusals: a source of another
 // family or a multicast one is dropped with ErrSource before the doorbell;
 // one that is not this host's is refused by the kernel (EINVAL, or
-// ENETUNREACH from the route lookup) for that datagram alone, without
+// ENETUNREACH from the route lookup) for its datagrams alone, without
 // turning GSO off, and the rest of the batch goes: as GSO runs before and
-// after it, over IPv4, IPv6 and a dual-stack socket.
+// after it, over IPv4, IPv6 and a dual-stack socket. A GSO run from a good
+// source that the kernel refuses to segment (SO_NO_CHECK) still falls back
+// to plain sends.
 func TestXmitFromBadSource(t *testing.T) {
 	for _, tc := range []struct {
 		name, local, to, src, other, bad string
@@ -1404,7 +1406,8 @@ func TestXmitFromBadSource(t *testing.T) {
 					t.Errorf("source %s: %v, want ErrSource", src, err)
 				}
 			}
-			srcs := []string{tc.src, tc.src, tc.bad, tc.src, tc.src}
+			// Three GSO runs: two good, one of a bad source between them.
+			srcs := []string{tc.src, tc.src, tc.bad, tc.bad, tc.src, tc.src}
 			var err error
 			for i, s := range srcs {
 				err = tx.XmitFrom(fill(t, tx, uint32(i), 100), netip.MustParseAddr(s), dst, i < len(srcs)-1)
@@ -1418,8 +1421,97 @@ func TestXmitFromBadSource(t *testing.T) {
 				t.Errorf("received %d of 4; GSO still on: %v", len(g), tx.GSO())
 			}
 			st := tx.Stats()
-			if st.TxDropped[netdev.DropError] != 4 || st.TxPackets != 4 {
-				t.Errorf("tx_dropped_error %d (want 4: three ErrSource, one refused), tx_packets %d (want 4)", st.TxDropped[netdev.DropError], st.TxPackets)
+			if st.TxDropped[netdev.DropError] != 5 || st.TxPackets != 4 || st.GSOFallbackTotal() != 0 {
+				t.Errorf("tx_dropped_error %d (want 5: three ErrSource, two refused), tx_packets %d (want 4), gso_fallback %d (want 0)",
+					st.TxDropped[netdev.DropError], st.TxPackets, st.GSOFallbackTotal())
+			}
+			// A GSO run from a good source the kernel will not segment
+			// (SO_NO_CHECK, set through Fd): sent plainly, GSO off.
+			if tc.name == "ipv4" {
+				if err := unix.SetsockoptInt(tx.Fd(), unix.SOL_SOCKET, unix.SO_NO_CHECK, 1); err != nil {
+					t.Fatal(err)
+				}
+				for i := range 3 {
+					if err := tx.XmitFrom(fill(t, tx, uint32(10+i), 300), netip.MustParseAddr(tc.src), dst, i < 2); err != nil {
+						t.Errorf("XmitFrom with SO_NO_CHECK: %v", err)
+					}
+				}
+				g := collect(t, rx, 3, time.Second)
+				st := tx.Stats()
+				if len(g) != 3 || tx.GSO() || st.GSOFallback[netdev.FallbackEINVAL] != 1 {
+					t.Errorf("SO_NO_CHECK: received %d of 3, GSO on %v, gso_fallback_einval %d (want 1)",
+						len(g), tx.GSO(), st.GSOFallback[netdev.FallbackEINVAL])
+				}
+			}
+		})
+	}
+}
+
+// TestPktInfoBroadcast sends a broadcast (127.255.255.255) to servers bound
+// to 0.0.0.0 and :: with PktInfo: DstAddr must be the local address the
+// kernel picks (IP_PKTINFO's ipi_spec_dst), not the broadcast address, with
+// no control message cut short (MSG_CTRUNC), also on a dual-stack socket
+// with GRO, where an IPv4 datagram brings three control messages; and the
+// answer from it reaches the sender.
+func TestPktInfoBroadcast(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"ipv4", Config{Local: netip.MustParseAddrPort("0.0.0.0:0"), PktInfo: true}},
+		{"dual-stack", Config{Local: netip.MustParseAddrPort("[::]:0"), PktInfo: true}},
+		{"dual-stack/gro", Config{Local: netip.MustParseAddrPort("[::]:0"), PktInfo: true, GRO: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := openT(t, tc.cfg)
+			c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(lo4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			rc, err := c.SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var serr error
+			if err := rc.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BROADCAST, 1)
+			}); err != nil || serr != nil {
+				t.Fatal(err, serr)
+			}
+			bcast := netip.AddrPortFrom(netip.MustParseAddr("127.255.255.255"), srv.LocalAddr().Port())
+			req := make([]byte, 100)
+			pattern(req, 7)
+			if _, err := c.WriteToUDPAddrPort(req, bcast); err != nil {
+				t.Fatal(err)
+			}
+			var from netip.Addr
+			got := 0
+			for end := time.Now().Add(2 * time.Second); got == 0 && time.Now().Before(end); {
+				if err := srv.Wait(100 * time.Millisecond); err != nil && err != netdev.ErrTimeout {
+					t.Fatal(err)
+				}
+				if _, err := srv.Poll(1, func(b *skb.Buff) {
+					got++
+					from = srv.DstAddr()
+					if f := srv.rx.batch.Hdrs[srv.rx.cur].Hdr.Flags; f&unix.MSG_CTRUNC != 0 {
+						t.Errorf("control messages cut short (MSG_CTRUNC), flags %#x", f)
+					}
+					if err := srv.XmitFrom(b, from, srv.Src(), false); err != nil {
+						t.Errorf("XmitFrom(%v): %v", from, err)
+					}
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got != 1 || !from.IsValid() || from == bcast.Addr() {
+				t.Fatalf("got %d, DstAddr %v: want a local address, not the broadcast", got, from)
+			}
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			buf := make([]byte, 2048)
+			n, ap, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil || n != len(req) || ap.Addr().Unmap() != from {
+				t.Errorf("answer: %d bytes from %v, %v; want %d from %v", n, ap, err, len(req), from)
 			}
 		})
 	}

@@ -87,7 +87,7 @@ func CmsgInt(data []byte) uint64 {
 }
 
 // PktinfoSpace is the most bytes PutCmsgPktinfo writes: CMSG_SPACE of a
-// struct in6_pktinfo, 40 on 64-bit Linux.
+// struct in6_pktinfo, 40 on 64-bit Linux (32 on 32-bit).
 var PktinfoSpace = unix.CmsgSpace(unix.SizeofInet6Pktinfo)
 
 // PutCmsgPktinfo writes at the start of b the control message that sets a
