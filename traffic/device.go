@@ -31,10 +31,11 @@ type SrcXmitter interface {
 	// PktInfo reports whether DstAddr gives each datagram's local address.
 	PktInfo() bool
 	// DstAddr returns the local address of the datagram last handed to
-	// Poll's handler.
+	// Poll's handler, or the zero Addr when PktInfo is off.
 	DstAddr() netip.Addr
-	// XmitFrom is XmitTo from the source address src. It takes ownership
-	// of b, also when it returns an error.
+	// XmitFrom is XmitTo from the source address src (the zero Addr:
+	// the route's choice). It takes ownership of b, also when it returns
+	// an error.
 	XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error
 }
 

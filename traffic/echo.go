@@ -93,14 +93,15 @@ type echoer struct {
 // Echo answers every request dev receives by sending the very buffer back
 // (Xmit takes it: no copy, no clone, seed 000): to its source with XmitTo on
 // an AddrXmitter (from the address the request came to, with XmitFrom, on a
-// SrcXmitter whose PktInfo is on), with Xmit on another datagram device, and as a frame with
-// its addresses swapped and its UDP checksum recomputed on a link-layer one
-// (unless the device marked it CHECKSUM_PARTIAL, which its Xmit completes).
+// SrcXmitter whose PktInfo is on, unless that is a multicast group), with
+// Xmit on another datagram device, and as a frame with its addresses
+// swapped and its UDP checksum recomputed on a link-layer one (unless the
+// device marked it CHECKSUM_PARTIAL, which its Xmit completes).
 // The answers of one Poll share one doorbell (with a Budget of 1, each
 // answer rings its own at once). It runs on dev's goroutine until its
-// bounds or ctx end it, and returns an error wrapping ErrConfig for an invalid config, or the
-// device's error (netdev.ErrClosed when it was closed under the run), with
-// the result so far.
+// bounds or ctx end it, and returns an error wrapping ErrConfig for an
+// invalid config, or the device's error (netdev.ErrClosed when it was
+// closed under the run), with the result so far.
 func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, error) {
 	e := &echoer{dev: dev, cache: dev.Cache(), cfg: cfg}
 	cfg.Budget = cmp0(cfg.Budget, DefaultBudget)
@@ -162,7 +163,13 @@ func (e *echoer) handle(b *skb.Buff) {
 			return
 		}
 		if e.sx != nil {
-			err = e.sx.XmitFrom(b, e.sx.DstAddr(), src, more)
+			from := e.sx.DstAddr()
+			if from.IsMulticast() {
+				// A request to a group: answer from the route's
+				// address, as without PktInfo.
+				from = netip.Addr{}
+			}
+			err = e.sx.XmitFrom(b, from, src, more)
 		} else {
 			err = e.ax.XmitTo(b, src, more)
 		}

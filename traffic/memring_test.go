@@ -778,3 +778,48 @@ func TestPktgenRateLastBurst(t *testing.T) {
 		t.Errorf("%d packets in 300ms at 1000/s in bursts of 64: want at most 301 (320 uncut), at least 256", r.Packets)
 	}
 }
+
+// srcDev is a memring device posing as a SrcXmitter whose datagrams all
+// came to dstAddr: XmitFrom records the source it was given and sends
+// as Xmit.
+type srcDev struct {
+	*memring.Device
+	dstAddr netip.Addr
+	froms   []netip.Addr
+}
+
+func (d *srcDev) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error { return d.Xmit(b, more) }
+func (d *srcDev) Src() netip.AddrPort                                     { return netip.MustParseAddrPort("127.0.0.1:9") }
+func (d *srcDev) PktInfo() bool                                           { return true }
+func (d *srcDev) DstAddr() netip.Addr                                     { return d.dstAddr }
+func (d *srcDev) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error {
+	d.froms = append(d.froms, src)
+	return d.Xmit(b, more)
+}
+
+// TestEchoSrcXmitter checks that Echo answers from the request's
+// destination on a SrcXmitter, and from the route's address (the zero Addr)
+// when that destination is a multicast group, which cannot be a source.
+func TestEchoSrcXmitter(t *testing.T) {
+	for _, tc := range []struct{ dst, want string }{{"127.0.0.2", "127.0.0.2"}, {"ff02::1", ""}, {"239.1.2.3", ""}} {
+		a, b := pair(t, memring.Config{})
+		d := &srcDev{Device: b, dstAddr: netip.MustParseAddr(tc.dst)}
+		ctx, cancel := context.WithCancel(context.Background())
+		srv := make(chan EchoResult)
+		go func() {
+			r, _ := Echo(ctx, d, EchoConfig{})
+			srv <- r
+		}()
+		r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Warmup: -1})
+		cancel()
+		sr := <-srv
+		if err != nil || r.Iters != 5 || sr.Echoed != 5 || len(d.froms) != 5 {
+			t.Fatalf("%s: pingpong %+v, %v; echo %+v; %d XmitFrom", tc.dst, r, err, sr, len(d.froms))
+		}
+		for _, f := range d.froms {
+			if (tc.want == "" && f.IsValid()) || (tc.want != "" && f != netip.MustParseAddr(tc.want)) {
+				t.Errorf("request to %s answered from %v, want %q", tc.dst, f, tc.want)
+			}
+		}
+	}
+}

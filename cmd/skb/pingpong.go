@@ -210,6 +210,9 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if o.pktinfo && spec.kind != devUDP {
 		return fmt.Errorf("pingpong: --pktinfo is for --dev udp (on %v the server answers frames from the address they were sent to)", spec)
 	}
+	if o.pktinfo && !listen.Addr().IsUnspecified() {
+		return fmt.Errorf("pingpong: --pktinfo is for a --listen on 0.0.0.0 or :: (a server on %v answers from it already)", listen.Addr())
+	}
 	if cmd.Flags().Changed("from") {
 		pfx, err := netip.ParsePrefix(o.from)
 		if err != nil {

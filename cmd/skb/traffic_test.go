@@ -587,6 +587,9 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--connect", "127.0.0.1:65536"}, `port "65536" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--server", "--from", "127.0.0.1"}, "skb: pingpong: --from \"127.0.0.1\": want a prefix such as 127.0.0.0/8\n"},
 		{[]string{"pingpong", "--from", "127.0.0.0/8"}, "skb: pingpong: --from is for the server (--server), not the client\n"},
+		{[]string{"pingpong", "--pktinfo"}, "skb: pingpong: --pktinfo is for the server (--server), not the client\n"},
+		{[]string{"pingpong", "--server", "--pktinfo"}, "skb: pingpong: --pktinfo is for a --listen on 0.0.0.0 or :: (a server on 127.0.0.1 answers from it already)\n"},
+		{[]string{"pingpong", "--server", "--pktinfo", "--dev", "afpacket:lo", "--listen", "0.0.0.0:0"}, "skb: pingpong: --pktinfo is for --dev udp (on afpacket:lo the server answers frames from the address they were sent to)\n"},
 		{[]string{"pingpong", "--idle", "1s", "--count", "5"}, "skb: pingpong: --idle and --count are for the server (--server), not the client\n"},
 		// The client's flags on the server, each named.
 		{[]string{"pingpong", "--server", "--listen", "127.0.0.1:47170", "--src", "9.9.9.9:5", "-t", "0.3"},
