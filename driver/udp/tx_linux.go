@@ -185,7 +185,26 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // an IPv6 address on an IPv4 socket. XmitTo takes ownership of b, also when
 // it returns an error. It allocates nothing.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
-	return d.xmitFrom(b, netip.Addr{}, dst, more)
+	if b == nil {
+		panic(errNilBuff)
+	}
+	if !d.enter() {
+		b.Free()
+		return errXmitClosed
+	}
+	defer d.exit()
+	var name [mmsg.SockaddrMax]byte
+	n := mmsg.PutSockaddr(name[:], d.family, dst)
+	if n == 0 || dst.Port() == 0 || dst.Addr().Unmap().IsUnspecified() {
+		return d.dropOne(b, netdev.DropError, errXmitNoDst)
+	}
+	if !more && d.sendsAlone(b, name[:n]) {
+		// The doorbell of one datagram, rung from here (see sentOne), in
+		// XmitTo's own frame for the reason Poll makes its own probe.
+		e := mmsg.SendtoNow(d.fd, b.Data(), &name[0], n)
+		return d.sentOne(b, name[:n], e)
+	}
+	return d.queue(b, name[:n], netip.Addr{}, more)
 }
 
 // XmitFrom is XmitTo from the source address src, a unicast address of
@@ -215,13 +234,9 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 // when it is refused too, the source was, and GSO stays on. It allocates
 // nothing.
 func (d *Device) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error {
-	return d.xmitFrom(b, src, dst, more)
-}
-
-// limitedBroadcast is 255.255.255.255, which the kernel refuses as a source.
-var limitedBroadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
-
-func (d *Device) xmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error {
+	if !src.IsValid() || src.Unmap().IsUnspecified() {
+		return d.XmitTo(b, dst, more)
+	}
 	if b == nil {
 		panic(errNilBuff)
 	}
@@ -235,20 +250,14 @@ func (d *Device) xmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more 
 	if n == 0 || dst.Port() == 0 || dst.Addr().Unmap().IsUnspecified() {
 		return d.dropOne(b, netdev.DropError, errXmitNoDst)
 	}
-	if src.IsValid() && src.Unmap().IsUnspecified() {
-		src = netip.Addr{}
-	}
-	if src.IsValid() {
-		if src.Unmap().Is4() != dst.Addr().Unmap().Is4() || src.IsMulticast() || src.Unmap() == limitedBroadcast {
-			return d.dropOne(b, netdev.DropError, errXmitSrc)
-		}
-	} else if !more && d.sendsAlone(b, name[:n]) {
-		// The doorbell of one datagram, rung from here (see sentOne).
-		e := mmsg.SendtoNow(d.fd, b.Data(), &name[0], n)
-		return d.sentOne(b, name[:n], e)
+	if src.Unmap().Is4() != dst.Addr().Unmap().Is4() || src.IsMulticast() || src.Unmap() == limitedBroadcast {
+		return d.dropOne(b, netdev.DropError, errXmitSrc)
 	}
 	return d.queue(b, name[:n], src, more)
 }
+
+// limitedBroadcast is 255.255.255.255, which the kernel refuses as a source.
+var limitedBroadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
 
 // Flush rings the doorbell now for whatever Xmit queued. It returns the
 // doorbell's error (the unsent datagrams were dropped and counted), or
