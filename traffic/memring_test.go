@@ -438,6 +438,37 @@ func TestPingPongNoReply(t *testing.T) {
 	}
 }
 
+// TestPingPongDurationBoundsWait checks that Duration ends a run while a
+// reply is awaited, not Duration plus Timeout: with nothing answering, and
+// with a server that stops answering after 50 requests. The request the
+// end cut off counts as neither answered nor lost.
+func TestPingPongDurationBoundsWait(t *testing.T) {
+	a, _ := pair(t, memring.Config{})
+	t0 := time.Now()
+	_, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Timeout: 10 * time.Second, Duration: 200 * time.Millisecond})
+	if el := time.Since(t0); !errors.Is(err, ErrNoReply) || el > 5*time.Second {
+		t.Errorf("nothing answering: %v after %v, want ErrNoReply after about 200ms", err, el)
+	}
+
+	a, b := pair(t, memring.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := make(chan EchoResult, 1)
+	go func() {
+		r, _ := Echo(ctx, b, EchoConfig{Count: 50, Idle: -1, Duration: time.Minute})
+		srv <- r
+	}()
+	t0 = time.Now()
+	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 1000000, Warmup: -1, Timeout: 10 * time.Second,
+		Duration: 500 * time.Millisecond})
+	el := time.Since(t0)
+	cancel()
+	<-srv
+	if err != nil || r.Iters != 50 || r.Lost != 0 || el > 5*time.Second {
+		t.Errorf("server stopping after 50: %+v, %v after %v; want 50 measured, none lost, about 500ms", r, err, el)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	a, b := pair(t, memring.Config{})
 	frame := &header.UDPFrame{SourceIP: netip.MustParseAddr("198.18.0.1"), DestinationIP: netip.MustParseAddr("198.18.0.2"),

@@ -49,15 +49,17 @@ type PingPongConfig struct {
 	// at most MaxIters); Warmup is the number of round trips before them
 	// that are not measured (0 means Iters/10, at most 1000, as the C
 	// reference does; negative means none). Duration bounds the whole run
-	// (0 means DefaultDuration): a run cut short reports the round trips
-	// it made.
+	// (0 means DefaultDuration), also while a reply is awaited: a run cut
+	// short reports the round trips it made, and the request the end
+	// cut off counts neither as answered nor as lost.
 	Iters    int
 	Warmup   int
 	Duration time.Duration
 
 	// Timeout is how long to wait for each reply (0 means
 	// DefaultReplyTimeout). A request without a reply counts in Lost; when
-	// the very first one gets none, PingPong returns ErrNoReply.
+	// the very first one gets none (within Timeout, or before Duration
+	// ends the run), PingPong returns ErrNoReply.
 	Timeout time.Duration
 
 	// BusyPoll spins on the device's Poll while waiting for a reply
@@ -276,8 +278,13 @@ func (p *pinger) handle(b *skb.Buff) {
 	p.cache.Free(b)
 }
 
+// errRunOver is await's report that the run's Duration ended while it
+// waited.
+var errRunOver = errors.New("traffic: pingpong: run over")
+
 // await polls until the reply to p.want arrives (true), the timeout
-// passes since t0 (false), or the device fails.
+// passes since t0 (false), the run's Duration ends (errRunOver), or the
+// device fails.
 func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 	for spins := 0; ; spins++ {
 		n, err := p.dev.Poll(p.cfg.Budget, p.handler)
@@ -297,7 +304,11 @@ func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 		} else if err := p.dev.Wait(waitSlice); err != nil && !errors.Is(err, netdev.ErrTimeout) {
 			return false, err
 		}
-		if p.clk.now()-t0 >= p.cfg.Timeout {
+		now := p.clk.now()
+		if now >= p.cfg.Duration {
+			return false, errRunOver
+		}
+		if now-t0 >= p.cfg.Timeout {
 			return false, nil
 		}
 		if done != nil {
@@ -347,6 +358,12 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		}
 		ok, err := p.await(t0, done)
 		if errors.Is(err, context.Canceled) {
+			break
+		}
+		if err == errRunOver {
+			if !replied {
+				runErr = fmt.Errorf("%w within %v, when the run's duration ended", ErrNoReply, min(cfg.Timeout, deadline-t0))
+			}
 			break
 		}
 		if err != nil {
