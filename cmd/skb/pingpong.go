@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,14 +52,20 @@ lines and the p50, p99 and p99.9 round trip times.
 
 Both sides default to 127.0.0.1:9100, the C reference pingpong's port. The
 client sends, as pktgen does, only to loopback (127.0.0.0/8, ::1) and to
-198.18.0.0/15 over a route without a gateway that is not the default route
-(a lab), unless --allow-any-dst; the server answers only those who sent to
-it. A server on a wildcard address (0.0.0.0, ::) answers from the address
+198.18.0.0/15 and 2001:2::/48 over a route without a gateway that is not
+the default route (a lab), unless --allow-any-dst; the server answers only
+those who sent to it. A server on a wildcard address (0.0.0.0, ::) answers from the address
 its route back picks, as a C server's sendto does: a client connected to
 another of the host's addresses (127.0.0.2 rather than 127.0.0.1) drops
 that answer. Give such a server --pktinfo and it answers each request from
 the address the request was sent to (IP_PKTINFO), at the cost of a control
 message each way (about 0.5 us a round trip busy-polling on loopback).
+
+A request without a reply within --timeout (default 1s) counts as lost: the
+result's last line says how many ("lost" in --json) and the run goes on,
+exit status 0 as ping's with some replies; with no reply at all the client
+fails. The round trips are measured over the replies that came.
+
 --busy-poll spins on the device's poll instead of sleeping while waiting: no
 wake-up on the reply's path, one core kept busy. Give it on both sides to
 measure the spinning floor. Without it each side sleeps until the kernel
@@ -71,9 +78,10 @@ kernel's smallest): AF_PACKET's ring adds up to a millisecond per receive,
 with --busy-poll too, so a round trip over it reads about a millisecond.
 Use udp or afxdp to measure latency.
 
-Every run is bounded: the client by -n and --duration (default 5s), the
-server by --duration (default 10s), --idle (3s without a request once one
-came, as the C reference server) and --count.
+Every run is bounded: the client by -n and --duration (default 5s, also
+while it waits for a reply), the server by --duration (default 10s), --idle
+(3s without a request once one came, as the C reference server) and
+--count.
 
 ` + signalHelp,
 		Args: cobra.NoArgs,
@@ -315,6 +323,10 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		Timeout: o.timeout, BusyPoll: o.busy, Budget: o.budget}
 	var dev netdev.Device
 	var closeDev closer
+	// routePicks says a server on 0.0.0.0 or :: without --pktinfo may
+	// answer from another address than dst's: this client's own address
+	// (the one the route to dst picks) is not dst's.
+	routePicks := false
 	switch spec.kind {
 	case devUDP:
 		src, err := parseSrc(f.src)
@@ -334,6 +346,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		dev, closeDev = d, d.Close
+		routePicks = d.LocalAddr().Addr() != dst.Addr().Unmap()
 	case devMemring:
 		busy := o.busy
 		dev, closeDev, err = memringPeer(func(ctx context.Context, peer netdev.Device) {
@@ -374,12 +387,24 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	var r traffic.PingPongResult
 	var runErr error
 	onThread(func() { r, runErr = traffic.PingPong(sc, dev, cfg) })
+	if p.enc != nil && r.Iters == 0 {
+		// A failed run still ends its NDJSON with a result object.
+		printPingResult(p, r, o, spec, dst)
+	}
 	if runErr != nil && r.Iters == 0 {
 		switch {
 		case errors.Is(runErr, syscall.ECONNREFUSED):
 			return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable): is `skb pingpong --server` running there?", dst)
 		case errors.Is(runErr, traffic.ErrNoReply):
-			return fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there? (a server on 0.0.0.0 or :: answers from the address its route picks, which may not be %v, unless given --pktinfo)", dst, o.timeout, dst.Addr())
+			hint := ""
+			if routePicks {
+				hint = fmt.Sprintf(" (a server on 0.0.0.0 or :: answers from the address its route picks, which may not be %v, unless given --pktinfo)", dst.Addr())
+			}
+			wait := o.timeout
+			if d := cmp.Or(o.duration, traffic.DefaultDuration); d < wait {
+				wait = d
+			}
+			return fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there?%s", dst, wait, hint)
 		}
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
@@ -402,12 +427,8 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			// After a refusal the error line counts them.
 			fmt.Fprintf(w, "%d %s lost (no reply within %v)\n", r.Lost, plural(r.Lost, "request", "requests"), o.timeout)
 		}
-	} else {
-		cu, cs := cpuTimes()
-		p.line("", pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
-			UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
-			Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Size: r.Size, BusyPoll: o.busy,
-			Dev: spec.String(), Connect: dst.String()})
+	} else if r.Iters > 0 {
+		printPingResult(p, r, o, spec, dst)
 	}
 	switch {
 	case refused:
@@ -422,6 +443,15 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
 	return sc.interrupted("pingpong")
+}
+
+// printPingResult prints the client's NDJSON result object.
+func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec devSpec, dst netip.AddrPort) {
+	cu, cs := cpuTimes()
+	p.line("", pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
+		UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
+		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Size: r.Size, BusyPoll: o.busy,
+		Dev: spec.String(), Connect: dst.String()})
 }
 
 // noIters is the error of a client run that --duration ended before it

@@ -219,7 +219,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	}
 	if o.imix != "" {
 		if cfg.IMIX, err = traffic.ParseIMIX(o.imix); err != nil {
-			return fmt.Errorf("pktgen: --imix: %w", err)
+			// The flag names the setting: the message without the
+			// library's "traffic: invalid config: ".
+			return fmt.Errorf("pktgen: --imix: %s", strings.TrimPrefix(err.Error(), traffic.ErrConfig.Error()+": "))
 		}
 		for _, e := range cfg.IMIX {
 			if e.Size > maxPayload(dst.Addr()) {

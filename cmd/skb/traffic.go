@@ -204,7 +204,11 @@ func parseDev(s, kinds string) (devSpec, error) {
 func parseAddrPort(flag, s string) (netip.AddrPort, error) {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("--%s %q: want IP:PORT, such as 127.0.0.1:%d or [::1]:%d", flag, s, defaultPort, defaultPort)
+		want := "IP:PORT"
+		if flag == "src" {
+			want = "IP or IP:PORT" // parseSrc takes an address alone
+		}
+		return netip.AddrPort{}, fmt.Errorf("--%s %q: want %s, such as 127.0.0.1:%d or [::1]:%d", flag, s, want, defaultPort, defaultPort)
 	}
 	if host == "localhost" {
 		host = "127.0.0.1"
@@ -239,7 +243,8 @@ func parseSrc(s string) (netip.AddrPort, error) {
 	if s == "" {
 		return netip.AddrPort{}, nil
 	}
-	if a, err := netip.ParseAddr(s); err == nil {
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil && (s[0] == '[') == (s[len(s)-1] == ']') {
+		// An address alone, an IPv6 one with or without brackets.
 		return netip.AddrPortFrom(a.Unmap(), 0), nil
 	}
 	return parseAddrPort("src", s)

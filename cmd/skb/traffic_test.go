@@ -418,6 +418,45 @@ func TestPingPongWildcard(t *testing.T) {
 	}
 }
 
+// TestPingPongNoReply runs the client against sockets that never answer:
+// the error names the wait (--timeout, or --duration when shorter, which
+// bounds the wait too), gives the wildcard-server hint only when the
+// client's own address is not the destination's, and --json still ends
+// with a result object. --src takes a bracketed IPv6 address alone.
+func TestPingPongNoReply(t *testing.T) {
+	quiet4, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quiet4.Close()
+	quiet6, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quiet6.Close()
+	p4, p6 := quiet4.LocalAddr().(*net.UDPAddr).Port, quiet6.LocalAddr().(*net.UDPAddr).Port
+	for _, tc := range []struct {
+		args []string
+		want string
+		hint bool
+	}{
+		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "200ms"}, "within 200ms", false},
+		{[]string{"--connect", fmt.Sprintf("127.0.0.2:%d", p4), "--timeout", "200ms"}, "within 200ms", true},
+		{[]string{"--connect", fmt.Sprintf("[::1]:%d", p6), "--src", "[::1]", "--timeout", "200ms"}, "within 200ms", false},
+		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "30s", "-t", "300ms"}, "within 300ms", false},
+	} {
+		t0 := time.Now()
+		out, errOut, code := skb(t, append([]string{"pingpong", "-n", "5", "--json"}, tc.args...)...)
+		el := time.Since(t0)
+		_, r := ndjson(t, out)
+		if code != 1 || !strings.Contains(errOut, "no reply from") || !strings.Contains(errOut, tc.want) ||
+			strings.Contains(errOut, "--pktinfo") != tc.hint || r == nil || num(r, "iters") != 0 || el > 10*time.Second {
+			t.Errorf("%v: exit %d after %v, stdout %q, stderr %q; want %q, hint %v, a result object with 0 iters",
+				tc.args, code, el, out, errOut, tc.want, tc.hint)
+		}
+	}
+}
+
 func TestMemringCLI(t *testing.T) {
 	_, r := ndjson(t, mustSkb(t, "pktgen", "--dev", "memring", "-n", "5000", "-b", "32", "--json"))
 	if num(r, "packets") != 5000 || num(r, "doorbells") != 157 {
@@ -587,6 +626,8 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--connect", "127.0.0.1:65536"}, `port "65536" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--server", "--from", "127.0.0.1"}, "skb: pingpong: --from \"127.0.0.1\": want a prefix such as 127.0.0.0/8\n"},
 		{[]string{"pingpong", "--from", "127.0.0.0/8"}, "skb: pingpong: --from is for the server (--server), not the client\n"},
+		{[]string{"pktgen", "--imix", "64:0"}, "skb: pktgen: --imix: imix weight 0 is not between 1 and 65536\n"},
+		{[]string{"pktgen", "--src", "[::1"}, "skb: pktgen: --src \"[::1\": want IP or IP:PORT, such as 127.0.0.1:9000 or [::1]:9000\n"},
 		{[]string{"pingpong", "--pktinfo"}, "skb: pingpong: --pktinfo is for the server (--server), not the client\n"},
 		{[]string{"pingpong", "--server", "--pktinfo"}, "skb: pingpong: --pktinfo is for a --listen on 0.0.0.0 or :: (a server on 127.0.0.1 answers from it already)\n"},
 		{[]string{"pingpong", "--server", "--pktinfo", "--dev", "afpacket:lo", "--listen", "0.0.0.0:0"}, "skb: pingpong: --pktinfo is for --dev udp (on afpacket:lo the server answers frames from the address they were sent to)\n"},
