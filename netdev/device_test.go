@@ -3,6 +3,7 @@ package netdev_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/skbdev/skb/netdev"
@@ -84,6 +85,14 @@ func TestStatsNames(t *testing.T) {
 	}
 	if netdev.DropReason(200).String() == "" || netdev.FallbackReason(200).String() == "" {
 		t.Fatal("names of unknown reasons")
+	}
+	want1 := "rx_packets=1 rx_bytes=100 rx_dropped=2 rx_truncated=2 tx_packets=64 tx_bytes=6400 tx_doorbells=1 tx_dropped=1 " +
+		"gso_fallback=1 rx_dropped_truncated=2 tx_dropped_ring_full=1 gso_fallback_eio=1"
+	if got := fmt.Sprint(ctr.Snapshot()); got != want1 {
+		t.Errorf("String:\n%s\nwant\n%s", got, want1)
+	}
+	if got := (netdev.Stats{}).String(); got != "0" {
+		t.Errorf("String of no counts: %q, want \"0\"", got)
 	}
 }
 

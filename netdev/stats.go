@@ -1,6 +1,10 @@
 package netdev
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // DropReason says why a packet was dropped, as the kernel's
 // enum skb_drop_reason does; Stats counts drops per reason.
@@ -146,6 +150,29 @@ func (s Stats) Map() map[string]uint64 {
 	m := make(map[string]uint64)
 	s.Each(func(name string, v uint64) { m[name] = v })
 	return m
+}
+
+// String returns the counters that are not zero as ethtool -S names them,
+// "name=value" pairs separated by spaces in Each's order (for example
+// "rx_packets=5 rx_bytes=320 tx_packets=5 tx_bytes=320 tx_doorbells=1"),
+// or "0" when every counter is zero, for logs and fmt's %v.
+func (s Stats) String() string {
+	var b strings.Builder
+	s.Each(func(name string, v uint64) {
+		if v == 0 {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatUint(v, 10))
+	})
+	if b.Len() == 0 {
+		return "0"
+	}
+	return b.String()
 }
 
 // Sub returns the counters that grew from prev to s, for per-interval rates.
