@@ -237,6 +237,8 @@ func (d *Device) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more 
 	if !src.IsValid() || src.Unmap().IsUnspecified() {
 		return d.XmitTo(b, dst, more)
 	}
+	// XmitTo's checks, repeated rather than shared: XmitTo makes its lone
+	// sendto from its own frame, with no call of a shared body around it.
 	if b == nil {
 		panic(errNilBuff)
 	}
