@@ -54,12 +54,13 @@ Both sides default to 127.0.0.1:9100, the C reference pingpong's port. The
 client sends, as pktgen does, only to loopback (127.0.0.0/8, ::1) and to
 198.18.0.0/15 and 2001:2::/48 over a route without a gateway that is not
 the default route (a lab), unless --allow-any-dst; the server answers only
-those who sent to it. A server on a wildcard address (0.0.0.0, ::) answers from the address
-its route back picks, as a C server's sendto does: a client connected to
-another of the host's addresses (127.0.0.2 rather than 127.0.0.1) drops
-that answer. Give such a server --pktinfo and it answers each request from
-the address the request was sent to (IP_PKTINFO), at the cost of a control
-message each way (about 0.5 us a round trip busy-polling on loopback).
+those who sent to it. A server on a wildcard address (0.0.0.0, ::) answers
+from the address its route back picks, as a C server's sendto does: a
+client connected to another of the host's addresses (127.0.0.2 rather than
+127.0.0.1) drops that answer. Give such a server --pktinfo and it answers
+each request from the address the request was sent to (IP_PKTINFO), at the
+cost of a control message each way (about 0.5 us a round trip
+busy-polling on loopback).
 
 A request without a reply within --timeout (default 1s) counts as lost: the
 result's last line says how many ("lost" in --json) and the run goes on,

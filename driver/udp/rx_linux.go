@@ -234,8 +234,9 @@ func (d *Device) recv(n, flags int) (int, error) {
 // recvOne receives one datagram into slot 0, which makes it pending: with
 // recvmsg(2), or without GRO or PktInfo and without sleeping with
 // recvfrom(2) as a raw system call, the cheapest receive the kernel has (no
-// msghdr to copy in, no iovec array), which a busy-polling loop probes with. On a connected
-// socket it asks for no address: the source can only be Remote. It returns
+// msghdr to copy in, no iovec array), which a busy-polling loop probes
+// with. On a connected socket it asks for no address: the source can only
+// be Remote. It returns
 // whether a datagram came and the call's errno (0 when one came); ok false
 // with errno 0 means that the pool had no buffer to post. The errno is
 // not made an error here: a busy-polling Poll probes an empty socket
