@@ -236,11 +236,11 @@ func (d *Device) recv(n, flags int) (int, error) {
 // recvfrom(2) as a raw system call, the cheapest receive the kernel has (no
 // msghdr to copy in, no iovec array), which a busy-polling loop probes
 // with. On a connected socket it asks for no address: the source can only
-// be Remote. It returns
-// whether a datagram came and the call's errno (0 when one came); ok false
-// with errno 0 means that the pool had no buffer to post. The errno is
-// not made an error here: a busy-polling Poll probes an empty socket
-// millions of times a second, and compares it with EAGAIN as an integer.
+// be Remote. It returns whether a datagram came and the call's errno (0
+// when one came); ok false with errno 0 means that the pool had no buffer
+// to post. The errno is not made an error here: a busy-polling Poll probes
+// an empty socket millions of times a second, and compares it with EAGAIN
+// as an integer.
 // (Poll makes the recvfrom probe itself, with probeSlot and probedOne.)
 func (d *Device) recvOne(flags int) (ok bool, e unix.Errno) {
 	if flags&unix.MSG_DONTWAIT != 0 && d.rx.ctrlLen == 0 {
