@@ -21,7 +21,11 @@ type Config struct {
 	// on the address the route picks). An unspecified address (0.0.0.0 or
 	// ::) with a port receives on every address. The IPv6 unspecified
 	// address makes a dual-stack socket (IPV6_V6ONLY off) that also sends to
-	// and receives from IPv4 peers.
+	// and receives from IPv4 peers. An unconnected sender is faster bound
+	// to the unspecified address (or not bound) than to one address: with
+	// a source address pinned, the kernel's route lookup of every datagram
+	// also checks that the address is this host's (IPv4: __ip_dev_find),
+	// about 5% of a 64-datagram batch on loopback.
 	Local netip.AddrPort
 
 	// Remote, when set, connects the socket (connect(2)): Xmit sends there,
