@@ -41,7 +41,8 @@ func TestCmsgRoundTrip(t *testing.T) {
 }
 
 // FuzzNextCmsg feeds NextCmsg arbitrary control buffers: it must never
-// panic, and what it returns must lie inside its input and shrink it.
+// panic, and what it returns must lie inside its input and shrink it;
+// CmsgInt and PktinfoAddr read each message's data without panicking.
 func FuzzNextCmsg(f *testing.F) {
 	b := make([]byte, 64)
 	n := PutCmsgUint16(b, unix.SOL_UDP, unix.UDP_GRO, 1200)
@@ -49,13 +50,15 @@ func FuzzNextCmsg(f *testing.F) {
 	f.Add(append(b[:n:n], unix.UnixRights(3)...))
 	f.Add([]byte{})
 	f.Add(make([]byte, unix.SizeofCmsghdr))
+	f.Add(unix.PktInfo4(&unix.Inet4Pktinfo{Spec_dst: [4]byte{127, 0, 0, 2}}))
+	f.Add(append(b[:n:n], unix.PktInfo6(&unix.Inet6Pktinfo{Addr: netip.IPv6Loopback().As16()})...))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		rest := in
 		for i := 0; ; i++ {
 			if i > len(in) {
 				t.Fatalf("more messages than bytes in %x", in)
 			}
-			_, _, data, next, ok := NextCmsg(rest)
+			level, typ, data, next, ok := NextCmsg(rest)
 			if !ok {
 				return
 			}
@@ -63,6 +66,9 @@ func FuzzNextCmsg(f *testing.F) {
 				t.Fatalf("no progress: %d bytes left of %d, data %d", len(next), len(rest), len(data))
 			}
 			CmsgInt(data)
+			if a, ok := PktinfoAddr(level, typ, data); ok && !a.IsValid() {
+				t.Fatalf("PktinfoAddr took %x as the zero Addr", data)
+			}
 			rest = next
 		}
 	})
