@@ -138,9 +138,10 @@ func SendtoNow(fd int, p []byte, name *byte, namelen int) unix.Errno {
 }
 
 // SendmsgNow is Sendmsg for a call that cannot sleep (flags holding
-// MSG_DONTWAIT), entering the kernel with Raw6 as SendHdrsNow does. For one
-// message it costs the kernel less than a sendmmsg(2) of one (no struct
-// mmsghdr to copy in and out). It returns the bytes sent, or the errno.
+// MSG_DONTWAIT), entering the kernel with Raw6 as SendHdrsNow does: one
+// message without the struct mmsghdr a sendmmsg(2) of one copies in and
+// out (no gain measured beyond noise). It returns the bytes sent, or the
+// errno.
 func SendmsgNow(fd int, h *unix.Msghdr, flags int) (int, unix.Errno) {
 	r, _, e := Raw6(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(h)), uintptr(flags), 0, 0, 0)
 	return int(r), e
