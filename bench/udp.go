@@ -69,6 +69,7 @@ func runUDP(ctx context.Context, e *env, f udpFlow) (sample, error) {
 	rx, err := udp.Open(udp.Config{
 		Config: netdev.Config{Pool: p, Copybreak: f.copybreak},
 		Local:  loopback, GRO: f.gro, RcvBuf: sockBuf, NoSrc: true,
+		KeepP: true, // the sink waits on a thread of its own (datapath)
 	})
 	if err != nil {
 		return nil, err
@@ -183,13 +184,14 @@ func pingUDP(ctx context.Context, e *env, size, iters int, busy, clone bool) (sa
 		return nil, err
 	}
 	recvSize := max(size, 1)
-	srv, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: wildcard, RecvSize: recvSize})
+	// Both ends wait on threads of their own (datapath): KeepP.
+	srv, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: wildcard, RecvSize: recvSize, KeepP: true})
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
 	dst := netip.AddrPortFrom(loopback.Addr(), srv.LocalAddr().Port())
-	cli, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: loopback, Remote: dst, RecvSize: recvSize})
+	cli, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: loopback, Remote: dst, RecvSize: recvSize, KeepP: true})
 	if err != nil {
 		return nil, err
 	}

@@ -238,7 +238,8 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	}
 	var dev netdev.Device
 	if spec.kind == devUDP {
-		d, err := udp.Open(udp.Config{Local: listen, RecvSize: recvSize(listen.Addr()), PktInfo: o.pktinfo})
+		// KeepP: Echo waits on a thread of its own (onThread).
+		d, err := udp.Open(udp.Config{Local: listen, RecvSize: recvSize(listen.Addr()), PktInfo: o.pktinfo, KeepP: true})
 		if err != nil {
 			return fmt.Errorf("pingpong: %w", bindErr("a pingpong server", "listen", listen, err))
 		}
@@ -339,7 +340,8 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		}
 		// Connected: a server that is not there shows at once as
 		// ECONNREFUSED (the ICMP port unreachable), not as a timeout.
-		d, err := udp.Open(udp.Config{Local: src, Remote: dst, RecvSize: recvSize(dst.Addr())})
+		// KeepP: PingPong waits on a thread of its own (onThread).
+		d, err := udp.Open(udp.Config{Local: src, Remote: dst, RecvSize: recvSize(dst.Addr()), KeepP: true})
 		if err != nil {
 			if f.src != "" {
 				err = bindErr("", "src", src, err)

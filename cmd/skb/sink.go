@@ -406,7 +406,8 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 		}
 		for i := range o.flows {
 			a := netip.AddrPortFrom(listen.Addr(), listen.Port()+uint16(i))
-			ucfg := udp.Config{Config: ncfg, Local: a, GRO: o.gro, RcvBuf: o.rcvbuf, NoSrc: true}
+			// KeepP: the sink waits on a thread of its own (Thread).
+			ucfg := udp.Config{Config: ncfg, Local: a, GRO: o.gro, RcvBuf: o.rcvbuf, NoSrc: true, KeepP: true}
 			if !o.gro {
 				// GRO's train buffers already hold the largest datagram.
 				ucfg.RecvSize = recvSize(a.Addr())

@@ -25,9 +25,11 @@ func TestZeroAllocs(t *testing.T) {
 		copybreak int
 		to        bool
 		from      bool // XmitFrom, into a receiver with PktInfo
+		keepP     bool // a receiver with KeepP
 	}{
 		{name: "burst1", burst: 1, size: 64},
 		{name: "burst64", burst: 64, size: 64},
+		{name: "burst1/keepp", burst: 1, size: 64, keepP: true},
 		{name: "burst64/nocopybreak", burst: 64, size: 64, copybreak: netdev.CopybreakOff},
 		{name: "burst64/1400", burst: 64, size: 1400},
 		{name: "gso", burst: 64, size: 64, gso: true},
@@ -41,7 +43,7 @@ func TestZeroAllocs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rx := openT(t, Config{Config: netdev.Config{Copybreak: tc.copybreak}, Local: lo4, GRO: tc.gro, RcvBuf: 8 << 20,
-				PktInfo: tc.from})
+				PktInfo: tc.from, KeepP: tc.keepP})
 			txc := Config{Local: lo4, GSO: tc.gso}
 			if !tc.to {
 				txc.Remote = rx.LocalAddr()

@@ -70,6 +70,27 @@ type Config struct {
 	// skipped. Zero means Wait sleeps.
 	BusyPoll time.Duration
 
+	// KeepP makes Wait sleep in the kernel without handing the calling
+	// goroutine's P (the Go scheduler's slot for running Go code, GOMAXPROCS
+	// of them) to another thread, as a busy-polling loop keeps it. It is
+	// for a datapath goroutine on a thread of its own (netdev.RunOnThread):
+	// otherwise the scheduler's monitor takes the P of a receive that sleeps
+	// for more than 20 µs, wakes another thread to hold it, and the receiver
+	// must take a P back on every wake-up. That work ran on the receiver's
+	// CPU, beside it: on loopback with the sender at one datagram per call,
+	// a pinned skb sink process took about 14% less CPU time per datagram
+	// with KeepP, and an in-process pair 5% more datagrams per second
+	// (docs/BENCHMARKS.md, "A receiver that keeps its P").
+	//
+	// The cost is the P: while Wait sleeps no other goroutine runs on it,
+	// until the runtime preempts the waiting goroutine (every 10 ms, or at
+	// once for the garbage collector), which Wait then lets go before it
+	// sleeps again. A program with GOMAXPROCS=1, or with as many waiting
+	// devices as Ps, runs its other goroutines in those slices only. Wait
+	// keeps its timeout across those interruptions. No effect with
+	// BusyPoll, which keeps the P anyway.
+	KeepP bool
+
 	// ReusePort sets SO_REUSEPORT before bind, so that several devices
 	// (one per goroutine) share one port and the kernel spreads flows across
 	// them.

@@ -30,22 +30,26 @@ func seqDatagram(b *skb.Buff) (uint32, int, bool) {
 
 // TestConformance runs the netdev conformance suite on loopback, IPv4 and
 // IPv6, with GSO and GRO on and off, and with the receiver asking for each
-// datagram's local address (PktInfo) beside GRO and without it. The
+// datagram's local address (PktInfo) beside GRO and without it, and with
+// a receiver that keeps its P while it waits (KeepP). The
 // receive buffer is large enough for everything the suite has in flight,
 // so the pair is not lossy.
 func TestConformance(t *testing.T) {
 	for _, fam := range families {
-		for _, off := range []struct{ gso, gro, pktinfo bool }{
-			{false, false, false}, {true, false, false}, {false, true, false}, {true, true, false},
-			{false, false, true}, {true, true, true},
+		for _, off := range []struct{ gso, gro, pktinfo, keepP bool }{
+			{false, false, false, false}, {true, false, false, false}, {false, true, false, false}, {true, true, false, false},
+			{false, false, true, false}, {true, true, true, false}, {false, false, false, true},
 		} {
 			name := fmt.Sprintf("%s/gso=%v/gro=%v", fam.name, off.gso, off.gro)
 			if off.pktinfo {
 				name += "/pktinfo"
 			}
+			if off.keepP {
+				name += "/keepp"
+			}
 			t.Run(name, func(t *testing.T) {
 				netdevtest.Run(t, func(t *testing.T, cfg netdev.Config) *netdevtest.Pair {
-					rx, err := Open(Config{Config: cfg, Local: fam.addr, GRO: off.gro, PktInfo: off.pktinfo, RcvBuf: 8 << 20})
+					rx, err := Open(Config{Config: cfg, Local: fam.addr, GRO: off.gro, PktInfo: off.pktinfo, KeepP: off.keepP, RcvBuf: 8 << 20})
 					if err != nil {
 						t.Fatal(err)
 					}

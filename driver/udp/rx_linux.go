@@ -5,6 +5,7 @@ package udp
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -202,7 +203,9 @@ func (d *Device) rxError(err error) error {
 // recv posts buffers in slots [0, n) and receives into them with one
 // recvmmsg; the messages become pending. A call with MSG_DONTWAIT goes
 // as a raw system call (it cannot sleep); MSG_WAITFORONE without it sleeps
-// until the first datagram and takes what else is queued.
+// until the first datagram and takes what else is queued. With KeepP a
+// call that sleeps goes raw too, and returns EINTR to sleepHeld, which
+// must let the runtime preempt it before it calls again.
 func (d *Device) recv(n, flags int) (int, error) {
 	r := &d.rx
 	if n = d.post(n); n == 0 {
@@ -211,9 +214,15 @@ func (d *Device) recv(n, flags int) (int, error) {
 	var k int
 	var err error
 	for {
-		if flags&unix.MSG_DONTWAIT != 0 {
+		switch {
+		case flags&unix.MSG_DONTWAIT != 0:
 			k, err = mmsg.RecvmmsgNow(d.fd, r.batch, n, flags)
-		} else {
+		case d.keepP:
+			k, err = mmsg.RecvmmsgHeld(d.fd, r.batch, n, flags)
+			if err == unix.EINTR {
+				return 0, err
+			}
+		default:
 			k, err = mmsg.Recvmmsg(d.fd, r.batch, n, flags)
 		}
 		if err != unix.EINTR {
@@ -568,7 +577,9 @@ func (d *Device) DstAddr() netip.Addr {
 // for more than 20 µs when no other P is idle, and the goroutine must get
 // one back when it wakes: a program that runs with GOMAXPROCS=1 (for
 // example when pinned to one CPU) pays for that on every wake-up, one with
-// an idle P does not.
+// an idle P does not. With Config.KeepP the receive that sleeps keeps its
+// P (see KeepP for what that costs the program's other goroutines), and
+// Wait still returns ErrTimeout only once timeout has passed.
 func (d *Device) Wait(timeout time.Duration) error {
 	if !d.enter() {
 		return errWaitClosed
@@ -622,17 +633,89 @@ func (d *Device) sleep(timeout time.Duration) error {
 	flags := unix.MSG_WAITFORONE
 	if timeout == 0 {
 		flags = unix.MSG_DONTWAIT
-	} else if timeout != r.timeo {
-		tv := unix.NsecToTimeval(max(timeout, 0).Nanoseconds())
-		if timeout > 0 && tv.Sec == 0 && tv.Usec == 0 {
-			tv.Usec = 1
-		}
-		if err := unix.SetsockoptTimeval(d.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-			return fmt.Errorf("udp: wait: setsockopt SO_RCVTIMEO: %w", err)
-		}
-		r.timeo = timeout
+	} else if d.keepP {
+		return d.sleepHeld(timeout)
+	} else if err := d.setRcvTimeo(timeout); err != nil {
+		return err
 	}
 	k, err := d.recv(len(r.bufs), flags)
+	return d.woke(k, err)
+}
+
+// heldSlice is the receive timeout sleepHeld sets for a Wait without
+// limit: a signal must end its sleep (see mmsg.RecvmmsgHeld), which a
+// socket without a timeout restarts instead.
+const heldSlice = time.Second
+
+// sleepHeld is sleep for a device with KeepP: a raw blocking recvmmsg
+// with MSG_WAITFORONE, which keeps the goroutine's P while it sleeps. When
+// the runtime's preemption signal ends it (EINTR), runtime.Gosched lets
+// the runtime have the P, and the receive sleeps again for what is left
+// of timeout (a negative timeout sleeps in slices of heldSlice, without
+// end). The clock is read for a positive timeout only: once before the
+// first receive, and after each that ends without a datagram.
+func (d *Device) sleepHeld(timeout time.Duration) error {
+	r := &d.rx
+	var start time.Time
+	if timeout > 0 {
+		start = time.Now()
+	}
+	left := timeout
+	for {
+		if timeout < 0 {
+			left = heldSlice
+		}
+		if err := d.setRcvTimeo(left); err != nil {
+			return err
+		}
+		k, err := d.recv(len(r.bufs), unix.MSG_WAITFORONE)
+		switch {
+		case err == unix.EINTR:
+			// Preempted: a preemption point, then what is left.
+			runtime.Gosched()
+		case err == unix.EAGAIN && timeout < 0:
+			// A slice of an endless wait over.
+		case err == unix.EAGAIN && time.Since(start) < timeout:
+			// The kernel counts the timeout in jiffies, and a sleep
+			// that began within one can end up to one short: what is
+			// left after an interruption may come back early.
+		default:
+			return d.woke(k, err)
+		}
+		if d.closing() {
+			r.discard()
+			return errWaitClosed
+		}
+		if timeout > 0 {
+			if left = timeout - time.Since(start); left <= 0 {
+				return netdev.ErrTimeout
+			}
+		}
+	}
+}
+
+// setRcvTimeo sets the socket's receive timeout (SO_RCVTIMEO) to timeout
+// (none when negative), unless it is set to that already.
+func (d *Device) setRcvTimeo(timeout time.Duration) error {
+	r := &d.rx
+	if timeout == r.timeo {
+		return nil
+	}
+	tv := unix.NsecToTimeval(max(timeout, 0).Nanoseconds())
+	if timeout > 0 && tv.Sec == 0 && tv.Usec == 0 {
+		tv.Usec = 1
+	}
+	if err := unix.SetsockoptTimeval(d.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("udp: wait: setsockopt SO_RCVTIMEO: %w", err)
+	}
+	r.timeo = timeout
+	return nil
+}
+
+// woke is sleep's result for a blocking receive that returned k datagrams
+// and err.
+func (d *Device) woke(k int, err error) error {
+	r := &d.rx
 	if d.closing() {
 		r.discard()
 		return errWaitClosed

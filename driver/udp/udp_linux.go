@@ -45,6 +45,7 @@ type Device struct {
 	copybreak int
 	batch     int
 	busy      bool
+	keepP     bool // Config.KeepP: Wait sleeps without handing its P over
 
 	gso       bool // UDP_SEGMENT in use now
 	gro       bool // UDP_GRO on
@@ -139,6 +140,7 @@ func open(cfg Config) (*Device, error) {
 		copybreak: cfg.CopybreakThreshold(),
 		batch:     cfg.BatchSize(),
 		busy:      cfg.BusyPoll > 0,
+		keepP:     cfg.KeepP,
 		done:      make(chan struct{}),
 	}
 	la, ra := cfg.Local.Addr(), cfg.Remote.Addr()

@@ -21,6 +21,25 @@ func RecvmmsgNow(fd int, b *Batch, n, flags int) (int, error) {
 	return int(r), nil
 }
 
+// RecvmmsgHeld is Recvmmsg for a call that may sleep but must keep the
+// caller's P (the Go scheduler's slot for running Go code): it enters the
+// kernel with Raw6, without telling the scheduler, so the scheduler's
+// monitor sees a goroutine still running, does not hand the P to another
+// thread after 20 µs, and has nothing to wake on the way back. While it
+// sleeps no other goroutine runs on that P: the runtime takes it back only
+// by preempting, with a signal (every 10 ms, and at once to stop the world
+// for the garbage collector).
+//
+// The caller must make that signal end the call: the socket must have a
+// finite receive timeout (SO_RCVTIMEO), without which the kernel restarts
+// an interrupted receive (signal(7); the runtime installs its handlers
+// with SA_RESTART) and a stop of the world waits for a datagram. On EINTR
+// the caller must reach a preemption point (runtime.Gosched) before it
+// calls again. The error is a unix.Errno and is not allocated.
+func RecvmmsgHeld(fd int, b *Batch, n, flags int) (int, error) {
+	return RecvmmsgNow(fd, b, n, flags)
+}
+
 // Recvmsg receives one message into h on fd (recvmsg(2)) and returns its
 // length in bytes; h's Namelen, Controllen and Flags are updated as for
 // Recvmmsg. It may sleep (a blocking socket without MSG_DONTWAIT), so it
