@@ -656,9 +656,9 @@ const heldSlice = time.Second
 // first receive, and after each that ends without a datagram.
 func (d *Device) sleepHeld(timeout time.Duration) error {
 	r := &d.rx
-	var start time.Time
+	var start time.Duration
 	if timeout > 0 {
-		start = time.Now()
+		start = monoNow()
 	}
 	left := timeout
 	for {
@@ -675,7 +675,7 @@ func (d *Device) sleepHeld(timeout time.Duration) error {
 			runtime.Gosched()
 		case err == unix.EAGAIN && timeout < 0:
 			// A slice of an endless wait over.
-		case err == unix.EAGAIN && time.Since(start) < timeout:
+		case err == unix.EAGAIN && monoNow()-start < timeout:
 			// The kernel counts the timeout in jiffies, and a sleep
 			// that began within one can end up to one short: what is
 			// left after an interruption may come back early.
@@ -687,12 +687,19 @@ func (d *Device) sleepHeld(timeout time.Duration) error {
 			return errWaitClosed
 		}
 		if timeout > 0 {
-			if left = timeout - time.Since(start); left <= 0 {
+			if left = timeout - (monoNow() - start); left <= 0 {
 				return netdev.ErrTimeout
 			}
 		}
 	}
 }
+
+// monoBase is where monoNow counts from.
+var monoBase = time.Now()
+
+// monoNow reads the monotonic clock alone (time.Now reads the wall clock
+// too): the time since monoBase.
+func monoNow() time.Duration { return time.Since(monoBase) }
 
 // setRcvTimeo sets the socket's receive timeout (SO_RCVTIMEO) to timeout
 // (none when negative), unless it is set to that already.
