@@ -77,10 +77,12 @@ type Config struct {
 	// otherwise the scheduler's monitor takes the P of a receive that sleeps
 	// for more than 20 µs, wakes another thread to hold it, and the receiver
 	// must take a P back on every wake-up. That work ran on the receiver's
-	// CPU, beside it: on loopback with the sender at one datagram per call,
-	// a pinned skb sink process took about 14% less CPU time per datagram
-	// with KeepP, and an in-process pair 5% more datagrams per second
-	// (docs/BENCHMARKS.md, "A receiver that keeps its P").
+	// CPU, beside it. On loopback with the sender at one datagram per call
+	// (about 300 kpps), the runtime's monitor thread of a pinned skb sink
+	// took 3-5 ms of CPU per 2.2 s with KeepP against 158-166 ms without,
+	// and the sink 13% less CPU per datagram; a sender and sink in one
+	// process moved 1.05x the datagrams per second (20 rotated rounds,
+	// ahead in 15). See docs/BENCHMARKS.md, "A receiver that keeps its P".
 	//
 	// The cost is the P: while Wait sleeps no other goroutine runs on it,
 	// until the runtime preempts the waiting goroutine (every 10 ms, or at

@@ -89,8 +89,11 @@
 // receives the first datagram and what else is queued, which the next Poll
 // hands over without another system call; with Config.BusyPoll it spins
 // instead, polling the socket without sleeping, which saves the wake-up of
-// a sleeping CPU (about 23 µs on a virtual machine) per round trip. Close
-// wakes a waiting Wait.
+// a sleeping CPU (about 23 µs on a virtual machine) per round trip. With
+// Config.KeepP, for a goroutine on a thread of its own, the receive that
+// sleeps keeps the goroutine's P rather than leaving it to the Go
+// scheduler, whose monitor thread otherwise works on the receiver's CPU
+// at every sleep. Close wakes a waiting Wait.
 //
 // # Counters
 //
