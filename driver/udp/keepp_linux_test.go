@@ -3,8 +3,6 @@
 package udp
 
 import (
-	"errors"
-	"net"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -97,36 +95,5 @@ func TestKeepPStopTheWorld(t *testing.T) {
 		rx.Cache().Free(b)
 	}); err != nil || got != 1 {
 		t.Fatalf("Poll: %d datagrams, %v", got, err)
-	}
-}
-
-// TestKeepPClose closes a KeepP device while Wait sleeps without a
-// timeout, with the Ps the machine gives and with one, where the goroutine
-// that closes runs only once the runtime has preempted the waiting one.
-func TestKeepPClose(t *testing.T) {
-	for _, procs := range []int{0, 1} {
-		t.Run(map[int]string{0: "gomaxprocs", 1: "gomaxprocs=1"}[procs], func(t *testing.T) {
-			if procs > 0 {
-				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			}
-			d, err := Open(Config{Local: lo4, KeepP: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			errc := make(chan error, 1)
-			go func() { errc <- d.Wait(-1) }()
-			time.Sleep(20 * time.Millisecond)
-			if err := d.Close(); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case err := <-errc:
-				if !errors.Is(err, net.ErrClosed) {
-					t.Fatalf("wait: %v", err)
-				}
-			case <-time.After(2 * time.Second):
-				t.Fatal("Wait did not return after Close")
-			}
-		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -758,11 +759,26 @@ func TestKernelPeer(t *testing.T) {
 }
 
 // TestCloseWakesWait closes the device from another goroutine while Wait
-// sleeps without a timeout, with GSO, busy polling and without.
+// sleeps without a timeout: sleeping, busy polling, and keeping its P
+// (KeepP), also with one P, where the goroutine that closes runs only once
+// the runtime has preempted the waiting one.
 func TestCloseWakesWait(t *testing.T) {
-	for _, busy := range []time.Duration{0, 50 * time.Microsecond} {
-		t.Run(fmt.Sprint(busy), func(t *testing.T) {
-			d, err := Open(Config{Local: lo4, BusyPoll: busy})
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		procs int
+	}{
+		{"sleep", Config{}, 0},
+		{"busy", Config{BusyPoll: 50 * time.Microsecond}, 0},
+		{"keepp", Config{KeepP: true}, 0},
+		{"keepp/gomaxprocs=1", Config{KeepP: true}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.procs > 0 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(tc.procs))
+			}
+			tc.cfg.Local = lo4
+			d, err := Open(tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
