@@ -642,18 +642,23 @@ func (d *Device) sleep(timeout time.Duration) error {
 	return d.woke(k, err)
 }
 
-// heldSlice is the receive timeout sleepHeld sets for a Wait without
-// limit: a signal must end its sleep (see mmsg.RecvmmsgHeld), which a
-// socket without a timeout restarts instead.
-const heldSlice = time.Second
+// heldSlice is the longest one receive of sleepHeld sleeps. The runtime's
+// preemption signal ends such a receive early; where the program has that
+// signal off (GODEBUG=asyncpreemptoff=1 set by a //go:debug line, which
+// Open cannot see, or SIGURG ignored after Open) the slice bounds how long
+// a stop of the world waits for the sleeping receive. A socket needs a
+// finite receive timeout either way: without one the kernel restarts an
+// interrupted receive (see mmsg.RecvmmsgHeld). A variable for the tests.
+var heldSlice = 10 * time.Millisecond
 
-// sleepHeld is sleep for a device with KeepP: a raw blocking recvmmsg
-// with MSG_WAITFORONE, which keeps the goroutine's P while it sleeps. When
-// the runtime's preemption signal ends it (EINTR), runtime.Gosched lets
-// the runtime have the P, and the receive sleeps again for what is left
-// of timeout (a negative timeout sleeps in slices of heldSlice, without
-// end). The clock is read for a positive timeout only: once before the
-// first receive, and after each that ends without a datagram.
+// sleepHeld is sleep for a device with KeepP: raw blocking recvmmsg calls
+// with MSG_WAITFORONE, which keep the goroutine's P while they sleep, each
+// for at most heldSlice. When one ends without a datagram (the runtime's
+// preemption signal, EINTR, or the slice over), runtime.Gosched lets the
+// runtime have the P, and the next sleeps for what is left of timeout (a
+// negative timeout: without end). The clock is read for a positive timeout
+// only: once before the first receive, and after each that ends without a
+// datagram.
 func (d *Device) sleepHeld(timeout time.Duration) error {
 	r := &d.rx
 	var start time.Duration
@@ -662,26 +667,22 @@ func (d *Device) sleepHeld(timeout time.Duration) error {
 	}
 	left := timeout
 	for {
-		if timeout < 0 {
-			left = heldSlice
+		slice := heldSlice
+		if timeout > 0 {
+			slice = min(left, heldSlice)
 		}
-		if err := d.setRcvTimeo(left); err != nil {
+		if err := d.setRcvTimeo(slice); err != nil {
 			return err
 		}
 		k, err := d.recv(len(r.bufs), unix.MSG_WAITFORONE)
-		switch {
-		case err == unix.EINTR:
-			// Preempted: a preemption point, then what is left.
-			runtime.Gosched()
-		case err == unix.EAGAIN && timeout < 0:
-			// A slice of an endless wait over.
-		case err == unix.EAGAIN && monoNow()-start < timeout:
-			// The kernel counts the timeout in jiffies, and a sleep
-			// that began within one can end up to one short: what is
-			// left after an interruption may come back early.
-		default:
+		if k > 0 || err != unix.EINTR && err != unix.EAGAIN {
 			return d.woke(k, err)
 		}
+		// Preempted, or a slice over: a preemption point, then what is
+		// left. (The kernel counts a timeout in jiffies, and a sleep that
+		// begins within one can end up to one short: the clock, not the
+		// EAGAIN, says when timeout has passed.)
+		runtime.Gosched()
 		if d.closing() {
 			r.discard()
 			return errWaitClosed

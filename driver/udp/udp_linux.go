@@ -140,7 +140,7 @@ func open(cfg Config) (*Device, error) {
 		copybreak: cfg.CopybreakThreshold(),
 		batch:     cfg.BatchSize(),
 		busy:      cfg.BusyPoll > 0,
-		keepP:     cfg.KeepP,
+		keepP:     cfg.KeepP && preemptSignals(),
 		done:      make(chan struct{}),
 	}
 	la, ra := cfg.Local.Addr(), cfg.Remote.Addr()
@@ -583,6 +583,11 @@ func (d *Device) GRO() bool { return d.gro }
 // PktInfo reports whether receives report each datagram's local address
 // (Config.PktInfo), which DstAddr gives.
 func (d *Device) PktInfo() bool { return d.pktInfo }
+
+// KeepP reports whether Wait sleeps keeping its goroutine's P: asked for
+// in Config.KeepP, and the runtime's preemption signal on at Open (see
+// Config.KeepP).
+func (d *Device) KeepP() bool { return d.keepP }
 
 // Fd returns the socket's file descriptor, for socket options the Config
 // does not cover. It stays owned by the device: do not close it, read from

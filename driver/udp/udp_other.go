@@ -52,6 +52,9 @@ func (d *Device) DstAddr() netip.Addr { return netip.Addr{} }
 // PktInfo reports false: see Open.
 func (d *Device) PktInfo() bool { return false }
 
+// KeepP reports false: see Open.
+func (d *Device) KeepP() bool { return false }
+
 // SetDst fails: see Open.
 func (d *Device) SetDst(dst netip.AddrPort) error { return errUnsupported }
 

@@ -27,15 +27,18 @@ func RecvmmsgNow(fd int, b *Batch, n, flags int) (int, error) {
 // monitor sees a goroutine still running, does not hand the P to another
 // thread after 20 µs, and has nothing to wake on the way back. While it
 // sleeps no other goroutine runs on that P: the runtime takes it back only
-// by preempting, with a signal (every 10 ms, and at once to stop the world
-// for the garbage collector).
+// by preempting, with a signal (SIGURG; once a goroutine has run for 10-20
+// ms, and at once to stop the world for the garbage collector).
 //
 // The caller must make that signal end the call: the socket must have a
 // finite receive timeout (SO_RCVTIMEO), without which the kernel restarts
 // an interrupted receive (signal(7); the runtime installs its handlers
-// with SA_RESTART) and a stop of the world waits for a datagram. On EINTR
-// the caller must reach a preemption point (runtime.Gosched) before it
-// calls again. The error is a unix.Errno and is not allocated.
+// with SA_RESTART) and a stop of the world waits for a datagram. The
+// timeout should be short too, for a program that has the signal off
+// (GODEBUG=asyncpreemptoff=1, or SIGURG ignored): nothing else ends the
+// call. On EINTR or EAGAIN the caller must reach a preemption point
+// (runtime.Gosched) before it calls again. The error is a unix.Errno and
+// is not allocated.
 func RecvmmsgHeld(fd int, b *Batch, n, flags int) (int, error) {
 	return RecvmmsgNow(fd, b, n, flags)
 }
