@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"github.com/skbdev/skb/driver/udp"
@@ -69,7 +70,7 @@ func runUDP(ctx context.Context, e *env, f udpFlow) (sample, error) {
 	rx, err := udp.Open(udp.Config{
 		Config: netdev.Config{Pool: p, Copybreak: f.copybreak},
 		Local:  loopback, GRO: f.gro, RcvBuf: sockBuf, NoSrc: true,
-		KeepP: true, // the sink waits on a thread of its own (datapath)
+		KeepP: keepP(), // the sink waits on a thread of its own (datapath)
 	})
 	if err != nil {
 		return nil, err
@@ -122,6 +123,13 @@ func runUDP(ctx context.Context, e *env, f udpFlow) (sample, error) {
 	}
 	return s, nil
 }
+
+// keepP says whether the bench's udp receivers keep their P while they
+// wait (udp.Config.KeepP): the sender and the receiver of a pair run in
+// this one process, each on a thread of its own, and a receiver that
+// sleeps keeping the only P would leave the sender none until the runtime
+// preempts it, 10-20 ms later.
+func keepP() bool { return runtime.GOMAXPROCS(0) >= 2 }
 
 // udpVariant returns a variant running f.
 func udpVariant(name, ref string, f udpFlow) variant {
@@ -185,13 +193,13 @@ func pingUDP(ctx context.Context, e *env, size, iters int, busy, clone bool) (sa
 	}
 	recvSize := max(size, 1)
 	// Both ends wait on threads of their own (datapath): KeepP.
-	srv, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: wildcard, RecvSize: recvSize, KeepP: true})
+	srv, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: wildcard, RecvSize: recvSize, KeepP: keepP()})
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
 	dst := netip.AddrPortFrom(loopback.Addr(), srv.LocalAddr().Port())
-	cli, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: loopback, Remote: dst, RecvSize: recvSize, KeepP: true})
+	cli, err := udp.Open(udp.Config{Config: netdev.Config{Pool: p}, Local: loopback, Remote: dst, RecvSize: recvSize, KeepP: keepP()})
 	if err != nil {
 		return nil, err
 	}
