@@ -219,13 +219,10 @@ func (d *Device) recv(n, flags int) (int, error) {
 			k, err = mmsg.RecvmmsgNow(d.fd, r.batch, n, flags)
 		case d.keepP:
 			k, err = mmsg.RecvmmsgHeld(d.fd, r.batch, n, flags)
-			if err == unix.EINTR {
-				return 0, err
-			}
 		default:
 			k, err = mmsg.Recvmmsg(d.fd, r.batch, n, flags)
 		}
-		if err != unix.EINTR {
+		if err != unix.EINTR || d.keepP && flags&unix.MSG_DONTWAIT == 0 {
 			break
 		}
 	}
