@@ -53,6 +53,13 @@ type rxq struct {
 	// receive of one datagram, the cheapest call, and returns after it.
 	sparse bool
 
+	// waitOne says the last batch receive that slept (Wait) woke with
+	// one datagram: the waits after it sleep in a receive of one
+	// datagram, all but every waitProbe-th, which asks for a batch
+	// again to see whether traffic got denser. waits counts them.
+	waitOne bool
+	waits   uint32
+
 	calls uint32 // receive calls made, for tickDrops
 
 	slot0 []byte // the room of the buffer posted in slot 0, where a probe receives
@@ -635,8 +642,74 @@ func (d *Device) sleep(timeout time.Duration) error {
 	} else if err := d.setRcvTimeo(timeout); err != nil {
 		return err
 	}
-	k, err := d.recv(len(r.bufs), flags)
+	var k int
+	var err error
+	if flags == unix.MSG_DONTWAIT {
+		k, err = d.recv(len(r.bufs), flags)
+	} else {
+		k, err = d.waitRecv()
+	}
 	return d.woke(k, err)
+}
+
+// waitProbe is how often a Wait that sleeps in a receive of one datagram
+// (rxq.waitOne) asks for a batch instead: every waitProbe-th time.
+const waitProbe = 8
+
+// waitRecv makes the receive that sleeps until a datagram comes, bounded
+// by SO_RCVTIMEO, and returns how many datagrams it received, now pending,
+// and its error: with KeepP, EINTR when a signal ended the sleep, for
+// sleepHeld to handle (without KeepP an interrupted call is made again).
+//
+// A recvmmsg(2) with MSG_WAITFORONE that wakes for one datagram then tries
+// for a second that is not there: the kernel's receive work twice, on
+// every wake-up of traffic with one datagram in flight (a request and its
+// answer). Once a batch receive woke with one datagram, the waits after it
+// sleep in a recvfrom(2) of one (no msghdr, no second try) and leave Poll
+// nothing to ask for; every waitProbe-th asks for a batch again and stays
+// with batches while they bring more than one. A device with control
+// messages (GRO, PktInfo) always asks for a batch.
+func (d *Device) waitRecv() (int, error) {
+	r := &d.rx
+	if r.waitOne && r.ctrlLen == 0 {
+		if r.waits++; r.waits%waitProbe != 0 {
+			return d.waitOneRecv()
+		}
+	}
+	k, err := d.recv(len(r.bufs), unix.MSG_WAITFORONE)
+	if err == nil {
+		r.waitOne = k == 1
+	}
+	return k, err
+}
+
+// waitOneRecv is waitRecv's receive of one datagram, into slot 0: a
+// blocking recvfrom(2), raw with KeepP (EINTR returned), through the
+// scheduler without it (EINTR retried). The datagram is pending, and Poll
+// hands it over without another call.
+func (d *Device) waitOneRecv() (int, error) {
+	p, name, namelen := d.probeSlot()
+	if p == nil {
+		return 0, errPollNoBuf
+	}
+	var n int
+	var e unix.Errno
+	for {
+		if d.keepP {
+			n, e = mmsg.RecvfromHeld(d.fd, p, name, namelen)
+			break
+		}
+		if n, e = mmsg.RecvfromWait(d.fd, p, name, namelen); e != unix.EINTR {
+			break
+		}
+	}
+	d.tickDrops()
+	if e != 0 {
+		return 0, e
+	}
+	d.probedOne(n, len(p))
+	d.rx.drained = true
+	return 1, nil
 }
 
 // heldSlice is the longest one receive of sleepHeld sleeps. The runtime's
@@ -671,7 +744,7 @@ func (d *Device) sleepHeld(timeout time.Duration) error {
 		if err := d.setRcvTimeo(slice); err != nil {
 			return err
 		}
-		k, err := d.recv(len(r.bufs), unix.MSG_WAITFORONE)
+		k, err := d.waitRecv()
 		if k > 0 || err != unix.EINTR && err != unix.EAGAIN {
 			return d.woke(k, err)
 		}

@@ -761,17 +761,22 @@ func TestKernelPeer(t *testing.T) {
 // TestCloseWakesWait closes the device from another goroutine while Wait
 // sleeps without a timeout: sleeping, busy polling, and keeping its P
 // (KeepP), also with one P, where the goroutine that closes runs only once
-// the runtime has preempted the waiting one.
+// the runtime has preempted the waiting one; and sleeping in a receive of
+// one datagram (rxq.waitOne), with and without KeepP.
 func TestCloseWakesWait(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		cfg   Config
 		procs int
+		one   bool
 	}{
-		{"sleep", Config{}, 0},
-		{"busy", Config{BusyPoll: 50 * time.Microsecond}, 0},
-		{"keepp", Config{KeepP: true}, 0},
-		{"keepp/gomaxprocs=1", Config{KeepP: true}, 1},
+		{"sleep", Config{}, 0, false},
+		{"busy", Config{BusyPoll: 50 * time.Microsecond}, 0, false},
+		{"keepp", Config{KeepP: true}, 0, false},
+		{"keepp/gomaxprocs=1", Config{KeepP: true}, 1, false},
+		{"sleep/one", Config{}, 0, true},
+		{"keepp/one", Config{KeepP: true}, 0, true},
+		{"keepp/one/gomaxprocs=1", Config{KeepP: true}, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.procs > 0 {
@@ -782,6 +787,7 @@ func TestCloseWakesWait(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			d.rx.waitOne = tc.one
 			errc := make(chan error)
 			go func() { errc <- d.Wait(-1) }()
 			time.Sleep(20 * time.Millisecond)

@@ -98,6 +98,34 @@ func RecvfromNow(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32)
 	return int(r), errno
 }
 
+// RecvfromWait is RecvfromNow for a call that sleeps until a datagram
+// comes (recvfrom(2) with MSG_TRUNC alone), bounded by the socket's
+// SO_RCVTIMEO (EAGAIN when it passes). It tells the Go scheduler, as
+// unix.Syscall6 does, so the goroutine's P serves others while it sleeps.
+// One datagram per call costs the kernel less than a recvmmsg(2) that
+// sleeps for the first and then tries for a second that is not there
+// (MSG_WAITFORONE), which is what a receiver woken for every datagram
+// pays. It returns the datagram's length and errno 0, or -1 and the
+// errno (EINTR when a signal ended the sleep).
+func RecvfromWait(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32) (n int, errno unix.Errno) {
+	r, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd),
+		uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_TRUNC,
+		uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(namelen)))
+	return int(r), errno
+}
+
+// RecvfromHeld is RecvfromWait for a caller that must keep its P while it
+// sleeps: it enters the kernel through Raw6, and the caller must follow
+// the rules RecvmmsgHeld gives (a finite SO_RCVTIMEO on the socket, so the
+// runtime's preemption signal ends the call with EINTR; a preemption point
+// before the next call).
+func RecvfromHeld(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32) (n int, errno unix.Errno) {
+	r, _, errno := Raw6(unix.SYS_RECVFROM, uintptr(fd),
+		uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_TRUNC,
+		uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(namelen)))
+	return int(r), errno
+}
+
 // Meminfo reads the socket's memory counters (getsockopt SO_MEMINFO, the
 // SK_MEMINFO_* values of sock_diag) into mi, among them
 // mi[unix.SK_MEMINFO_DROPS], the datagrams the socket dropped (sk_drops,

@@ -1,0 +1,115 @@
+//go:build linux
+
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/netdev"
+	"github.com/skbdev/skb/skb"
+)
+
+// TestWaitOne checks Wait's receive of one datagram (rxq.waitOne): it
+// starts after a batch wait that woke with one datagram; in it every
+// datagram arrives in order with its source, one that does not fit is
+// counted and dropped, a wait with nothing to receive times out; and a
+// batch asked for every waitProbe-th wait brings a queue back to batches.
+// It runs sleeping and keeping the P (KeepP).
+func TestWaitOne(t *testing.T) {
+	for _, keepP := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keepp=%v", keepP), func(t *testing.T) {
+			tx, rx := pair(t, lo4, Config{}, Config{RecvSize: 600, KeepP: keepP})
+			var got []uint32
+			var srcs []netip.AddrPort
+			h := func(b *skb.Buff) {
+				s, ok := checkPattern(b.Data())
+				if !ok {
+					t.Errorf("datagram %d corrupt", s)
+				}
+				got = append(got, s)
+				srcs = append(srcs, rx.Src())
+				rx.Cache().Free(b)
+			}
+			// waitPoll waits and polls once; Poll hands over what the
+			// wait received without another call (none when it was
+			// dropped).
+			waitPoll := func() int {
+				t.Helper()
+				if err := rx.Wait(time.Second); err != nil {
+					t.Fatalf("Wait: %v", err)
+				}
+				n, err := rx.Poll(64, h)
+				if err != nil {
+					t.Fatalf("Poll after Wait: %v", err)
+				}
+				return n
+			}
+			send := func(seq uint32, size int) {
+				t.Helper()
+				if err := tx.Xmit(fill(t, tx, seq, size), false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send(0, 64)
+			if n := waitPoll(); n != 1 || !rx.rx.waitOne {
+				t.Fatalf("a batch wait that woke with one: %d handed over, waitOne %v", n, rx.rx.waitOne)
+			}
+			// One at a time, the one that does not fit dropped.
+			rx.rx.waits = 0
+			for i, n := range []int{100, 601, 600, 3000, 500} {
+				send(uint32(1+i), n)
+			}
+			for range 5 {
+				if n := waitPoll(); n > 1 {
+					t.Fatalf("a wait for one handed over %d", n)
+				}
+			}
+			if want := []uint32{0, 1, 3, 5}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+			for _, s := range srcs {
+				if s != tx.LocalAddr() {
+					t.Fatalf("source %v, want %v", s, tx.LocalAddr())
+				}
+			}
+			st := rx.Stats()
+			if st.RxTruncated != 2 || st.RxDropped[netdev.DropTruncated] != 2 || st.RxPackets != 4 {
+				t.Errorf("rx counters %+v", st)
+			}
+			// Nothing to receive: a timeout, not early.
+			start := time.Now()
+			if err := rx.Wait(20 * time.Millisecond); !errors.Is(err, netdev.ErrTimeout) {
+				t.Fatalf("Wait on an empty socket: %v", err)
+			}
+			if d := time.Since(start); d < 20*time.Millisecond {
+				t.Fatalf("Wait returned after %v, before its 20ms", d)
+			}
+			// A queue: the waits take one each until the batch probe,
+			// which takes the rest and stays with batches.
+			got = got[:0]
+			rx.rx.waits = 0
+			for i := range 40 {
+				send(uint32(100+i), 64)
+			}
+			ones := 0
+			for waitPoll() == 1 {
+				ones++
+			}
+			if ones != waitProbe-1 || rx.rx.waitOne {
+				t.Fatalf("%d waits took one before a batch (want %d), waitOne %v", ones, waitProbe-1, rx.rx.waitOne)
+			}
+			for len(got) < 40 {
+				waitPoll()
+			}
+			for i, s := range got {
+				if s != uint32(100+i) {
+					t.Fatalf("order: got %v", got)
+				}
+			}
+		})
+	}
+}
