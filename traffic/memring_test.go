@@ -854,3 +854,100 @@ func TestEchoSrcXmitter(t *testing.T) {
 		}
 	}
 }
+
+// TestPktgenNoTimestamp runs the generator with NoTimestamp beside a sink:
+// every stamp carries its sequence number and no send time, so the sink
+// counts every packet, loses and reorders none, and times none. A run
+// bounded by its duration still ends near it, reading the clock every
+// clockEvery packets; with a Rate it keeps to it.
+func TestPktgenNoTimestamp(t *testing.T) {
+	a, b := pair(t, memring.Config{RingSize: 4096})
+	const n = 5000
+	s, _ := NewSink(b, SinkConfig{Count: n, Duration: 10 * time.Second})
+	done := make(chan SinkResult)
+	go func() {
+		r, err := s.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	g, err := NewPktgen(a, PktgenConfig{Count: n, Flows: 2, NoTimestamp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := g.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sr := <-done
+	if sr.Packets != n || sr.Lost != 0 || sr.Reordered != 0 || sr.Duplicates != 0 || sr.Unstamped != 0 || sr.Latency.Count != 0 {
+		t.Errorf("sink result %+v: want %d packets, none lost, reordered, unstamped or timed", sr, n)
+	}
+
+	// The stamps themselves, as Burst writes them.
+	c, d := pair(t, memring.Config{RingSize: 64})
+	g2, err := NewPktgen(c, PktgenConfig{Burst: 4, NoTimestamp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Close()
+	if _, err := g2.Burst(); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	if _, err := d.Poll(64, func(p *skb.Buff) {
+		st, ok := ParseStamp(p.Data())
+		if !ok || st.Tstamp != 0 || st.Seq != uint64(got) {
+			t.Errorf("stamp %+v (ok %v): want seq %d and no send time", st, ok, got)
+		}
+		got++
+		d.Cache().Free(p)
+	}); err != nil || got != 4 {
+		t.Fatalf("Poll: %d, %v", got, err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		cfg  PktgenConfig
+	}{
+		{"duration", PktgenConfig{Duration: 100 * time.Millisecond, NoTimestamp: true}},
+		{"rate", PktgenConfig{Duration: 200 * time.Millisecond, Rate: 1000, NoTimestamp: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := pair(t, memring.Config{RingSize: 1024})
+			stop := make(chan struct{})
+			drained := make(chan struct{})
+			go func() { // drain the ring, so that sends never stop
+				defer close(drained)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					b.Poll(64, func(p *skb.Buff) { b.Cache().Free(p) })
+				}
+			}()
+			defer func() { close(stop); <-drained }()
+			g, err := NewPktgen(a, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			start := time.Now()
+			r, err := g.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el < tc.cfg.Duration || el > tc.cfg.Duration+200*time.Millisecond {
+				t.Errorf("a run of %v took %v", tc.cfg.Duration, el)
+			}
+			if tc.cfg.Rate > 0 {
+				if max := uint64(tc.cfg.Rate*tc.cfg.Duration.Seconds()) + 1; r.Packets > max {
+					t.Errorf("%d packets in %v at %v/s: want at most %d", r.Packets, tc.cfg.Duration, tc.cfg.Rate, max)
+				}
+			}
+		})
+	}
+}

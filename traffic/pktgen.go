@@ -130,6 +130,18 @@ type PktgenConfig struct {
 	// Run identifies the run in the stamps; 0 picks a random one.
 	Run uint32
 
+	// NoTimestamp leaves the send time out of every stamp (Tstamp 0, as
+	// the kernel pktgen's NO_TIMESTAMP flag does): a sink still counts
+	// loss, reordering and duplicates by sequence number, and times
+	// nothing. It saves a read of the clock per burst, which at Burst 1
+	// is a read per packet: without a Rate the run reads the clock
+	// after every clockEvery (64) packets, for its bounds and
+	// intervals, and after every burst once clockEvery packets took
+	// longer than a millisecond (a slow or blocking device), so a run
+	// ends at most one such stretch after its Duration. With a Rate it
+	// reads the clock after every burst, for the pacing.
+	NoTimestamp bool
+
 	// OnInterval, when set, is called on the generator's goroutine every
 	// Interval (0 means DefaultInterval) with what the interval sent.
 	OnInterval func(PktgenInterval)
@@ -234,10 +246,12 @@ type Pktgen struct {
 	firstErr   error
 
 	// run state
-	clk      clock
-	lastTick time.Duration
-	lastSt   netdev.Stats
-	lastFail uint64
+	clk       clock
+	clockStep int // packets between reads of the clock in Run: 1, or clockEvery (NoTimestamp)
+	unclocked int // packets sent since Run last read the clock
+	lastTick  time.Duration
+	lastSt    netdev.Stats
+	lastFail  uint64
 }
 
 // NewPktgen checks cfg and prepares a generator over dev: the size
@@ -419,7 +433,27 @@ func (g *Pktgen) remaining() uint64 {
 // device is closed, or the pool's error when no buffer could be had (the
 // doorbell was rung for what was queued). It allocates nothing.
 func (g *Pktgen) Burst() (int, error) {
-	return g.burst(time.Now().UnixNano())
+	return g.burst(g.stamp(time.Now().UnixNano()))
+}
+
+// clockEvery is how many packets a NoTimestamp run without a Rate sends
+// between reads of the clock.
+const clockEvery = 64
+
+// stamp returns the send time to write in the stamps of a burst sent at
+// wall (ns since the Unix epoch): wall, or 0 with NoTimestamp.
+func (g *Pktgen) stamp(wall int64) int64 {
+	if g.cfg.NoTimestamp {
+		return 0
+	}
+	return wall
+}
+
+// clockDue counts a burst of sent packets (a burst that sent none counts
+// as one) and reports whether Run reads the clock after it.
+func (g *Pktgen) clockDue(sent int) bool {
+	g.unclocked += max(sent, 1)
+	return g.unclocked >= g.clockStep
 }
 
 func (g *Pktgen) burst(ts int64) (int, error) {
@@ -637,6 +671,7 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	}
 	g.clk = newClock()
 	g.lastTick = 0
+	g.clockStep, g.unclocked = 1, 0
 	st0 := g.dev.Stats()
 	g.lastSt, g.lastFail = st0, g.allocFails
 	pace := newPacer(g.cfg.Rate)
@@ -656,7 +691,7 @@ loop:
 		}
 		xe := g.xmitErrs
 		g.cut = uint64(want)
-		sent, err := g.burst(g.clk.wall(now))
+		sent, err := g.burst(g.stamp(g.clk.wall(now)))
 		g.cut = 0
 		if sent < want {
 			// A GSO super-packet of fewer datagrams than Burst (a size
@@ -680,7 +715,15 @@ loop:
 			runErr = err
 			break loop
 		}
+		if err == nil && !g.clockDue(sent) {
+			continue
+		}
+		prev := now
 		now = g.clk.now()
+		g.unclocked, g.clockStep = 0, 1
+		if g.cfg.NoTimestamp && g.cfg.Rate == 0 && now-prev <= time.Millisecond {
+			g.clockStep = clockEvery
+		}
 		if now >= g.duration {
 			break
 		}

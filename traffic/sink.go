@@ -385,8 +385,9 @@ func (s *Sink) count(b *skb.Buff, off, l int, now time.Duration) {
 	}
 	s.cnt.Add(st)
 	// A send time more than MaxLatency away from the receipt is a stamp
-	// the wire made up, not a delay: it is counted, not timed.
-	if d := s.clk.wall(now) - st.Tstamp; d > -int64(MaxLatency) && d < int64(MaxLatency) {
+	// the wire made up, not a delay: it is counted, not timed; so is one
+	// with no send time (0, PktgenConfig.NoTimestamp).
+	if d := s.clk.wall(now) - st.Tstamp; st.Tstamp != 0 && d > -int64(MaxLatency) && d < int64(MaxLatency) {
 		s.lat.Record(time.Duration(d))
 	}
 }

@@ -19,7 +19,7 @@ const StampLen = 28
 //	4       4     run     random, one value per generator run
 //	8       4     flow    flow number, from 0
 //	12      8     seq     per-flow sequence number, from 0
-//	20      8     tstamp  send time, ns since the Unix epoch (CLOCK_REALTIME)
+//	20      8     tstamp  send time, ns since the Unix epoch (CLOCK_REALTIME); 0: none
 //
 // The kernel's pktgen writes magic, a 32-bit sequence number and a
 // timeval (struct pktgen_hdr); Stamp widens the sequence number and the
