@@ -207,7 +207,7 @@ func catalog() []Experiment {
 		{
 			Name: "c-udp", Ref: true, refProgs: []string{"udp_send", "udp_recv"},
 			Title:   "skb beside the C reference on UDP loopback (udp_send -> udp_recv), 64 B",
-			Shows:   "each skb variant runs interleaved with the C program doing the same (sendto/recvfrom, sendmmsg/recvmmsg 64, UDP_SEGMENT, UDP_GRO); the ratio is skb over C. skb's sender and sink run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pktgen and skb sink processes, each pinned to its CPU in a session of its own, as the C programs run, the sink waiting to be woken (--sleep 0) as C's receiver does; skb pktgen connects its socket to its one destination, so its burst 1 and burst 64 rows are against C's udp_send connected too (-C), and its GSO rows against C's plain ones (a GSO message is routed once per 64 datagrams either way). skb's sinks ask the kernel for no source address, which they do not use; C's udp_recv asks for it. tx cpu and rx cpu are the CPU time per packet of the sending and the receiving thread (of a C program or an skb process, from its getrusage).",
+			Shows:   "each skb variant runs interleaved with the C program doing the same (sendto/recvfrom, sendmmsg/recvmmsg 64, UDP_SEGMENT, UDP_GRO); the ratio is skb over C. skb's sender and sink run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pktgen and skb sink processes, each pinned to its CPU in a session of its own, as the C programs run, the sink waiting to be woken (--sleep 0) as C's receiver does, pktgen writing no send time in its stamps (--no-timestamp) as C's udp_send writes none (the time-stamped row shows what reading the clock for every datagram costs); skb pktgen connects its socket to its one destination, so its burst 1 and burst 64 rows are against C's udp_send connected too (-C), and its GSO rows against C's plain ones (a GSO message is routed once per 64 datagrams either way). skb's sinks ask the kernel for no source address, which they do not use; C's udp_recv asks for it. tx cpu and rx cpu are the CPU time per packet of the sending and the receiving thread (of a C program or an skb process, from its getrusage).",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				c := func(name string, send, recv []string) variant {
@@ -233,16 +233,21 @@ func catalog() []Experiment {
 				if e.opts.Tool != "" {
 					// The tool's pktgen and sink as C's programs run; the
 					// sink waits to be woken (--sleep 0) as C's receiver
-					// does. pktgen connects its socket to its one
-					// destination, so its datagram rows are measured
+					// does, and pktgen writes no send time in its stamps
+					// (--no-timestamp), as C's udp_send writes none: the
+					// time-stamped row shows what a clock read per
+					// datagram costs. pktgen connects its socket to its
+					// one destination, so its datagram rows are measured
 					// against C's udp_send connected too (-C); a GSO
 					// message is routed once per 64 datagrams either way.
 					p := func(name, ref string, min float64, sink []string, gen ...string) variant {
-						return withTargets(variant{name: name, ref: ref, run: udpProcRun(append([]string{"--sleep", "0"}, sink...), gen)}, rx(min))
+						return withTargets(variant{name: name, ref: ref, run: udpProcRun(append([]string{"--sleep", "0"}, sink...), append([]string{"--no-timestamp"}, gen...))}, rx(min))
 					}
+					stamped := variant{name: "skb processes burst 1, time-stamped", ref: "C sendto, connected", run: udpProcRun([]string{"--sleep", "0"}, []string{"--burst", "1"})}
 					v = append(v,
 						c("C sendto, connected", []string{"-s", "64", "-b", "1", "-C"}, []string{"-b", "1"}),
 						p("skb processes burst 1", "C sendto, connected", 0.9, nil, "--burst", "1"),
+						stamped,
 						c("C sendmmsg 64, connected", []string{"-s", "64", "-b", "64", "-C"}, []string{"-b", "64", "-w"}),
 						p("skb processes burst 64", "C sendmmsg 64, connected", 0.95, nil, "--burst", "64"),
 						p("skb processes GSO 64", "C GSO 64", 0.9, nil, "--burst", "64", "--gso"),
