@@ -87,13 +87,16 @@
 //
 // Wait sleeps in the kernel in a recvmmsg(2) with MSG_WAITFORONE that
 // receives the first datagram and what else is queued, which the next Poll
-// hands over without another system call; with Config.BusyPoll it spins
+// hands over without another system call; once such a wait woke with one
+// datagram, the next ones sleep in a recvfrom(2) of one, which spares the
+// kernel a second try for a datagram that is not there, until a batch asked
+// for every eighth wait brings more than one. With Config.BusyPoll it spins
 // instead, polling the socket without sleeping, which saves the wake-up of
 // a sleeping CPU (about 23 µs on a virtual machine) per round trip. With
 // Config.KeepP, for a goroutine on a thread of its own, the receive that
 // sleeps keeps the goroutine's P rather than leaving it to the Go
-// scheduler, whose monitor thread otherwise works on the receiver's CPU
-// at every sleep. Close wakes a waiting Wait.
+// scheduler, whose monitor thread otherwise works on the receiver's CPU at
+// every sleep. Close wakes a waiting Wait.
 //
 // # Counters
 //
