@@ -862,7 +862,7 @@ func TestEchoSrcXmitter(t *testing.T) {
 // clockEvery packets; with a Rate it keeps to it.
 func TestPktgenNoTimestamp(t *testing.T) {
 	a, b := pair(t, memring.Config{RingSize: 4096})
-	const n = 5000
+	const n = 3000 // fewer than the ring holds: none dropped if the sink runs late
 	s, _ := NewSink(b, SinkConfig{Count: n, Duration: 10 * time.Second})
 	done := make(chan SinkResult)
 	go func() {
@@ -908,11 +908,16 @@ func TestPktgenNoTimestamp(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name string
-		cfg  PktgenConfig
+		name  string
+		cfg   PktgenConfig
+		stall bool          // sends take 20 ms each from 50 ms into the run on
+		ctx   time.Duration // ctx's timeout, when set
+		want  time.Duration // how long the run should take
 	}{
-		{"duration", PktgenConfig{Duration: 100 * time.Millisecond, NoTimestamp: true}},
-		{"rate", PktgenConfig{Duration: 200 * time.Millisecond, Rate: 1000, NoTimestamp: true}},
+		{"duration", PktgenConfig{Duration: 100 * time.Millisecond, NoTimestamp: true}, false, 0, 100 * time.Millisecond},
+		{"rate", PktgenConfig{Duration: 200 * time.Millisecond, Rate: 1000, NoTimestamp: true}, false, 0, 200 * time.Millisecond},
+		{"stall/duration", PktgenConfig{Duration: 150 * time.Millisecond, NoTimestamp: true}, true, 0, 150 * time.Millisecond},
+		{"stall/ctx", PktgenConfig{Duration: 10 * time.Second, NoTimestamp: true}, true, 150 * time.Millisecond, 150 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := pair(t, memring.Config{RingSize: 1024})
@@ -930,18 +935,30 @@ func TestPktgenNoTimestamp(t *testing.T) {
 				}
 			}()
 			defer func() { close(stop); <-drained }()
-			g, err := NewPktgen(a, tc.cfg)
+			var dev netdev.Device = a
+			start := time.Now()
+			if tc.stall {
+				// A device that starts to block in the middle of the
+				// packets sent between two reads of the clock.
+				dev = stallDev{a, start.Add(50 * time.Millisecond)}
+			}
+			g, err := NewPktgen(dev, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			start := time.Now()
-			r, err := g.Run(context.Background())
+			ctx := context.Background()
+			if tc.ctx > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.ctx)
+				defer cancel()
+			}
+			r, err := g.Run(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if el := time.Since(start); el < tc.cfg.Duration || el > tc.cfg.Duration+200*time.Millisecond {
-				t.Errorf("a run of %v took %v", tc.cfg.Duration, el)
+			if el := time.Since(start); el < tc.want || el > tc.want+200*time.Millisecond {
+				t.Errorf("a run that should take %v took %v", tc.want, el)
 			}
 			if tc.cfg.Rate > 0 {
 				if max := uint64(tc.cfg.Rate*tc.cfg.Duration.Seconds()) + 1; r.Packets > max {
@@ -950,4 +967,17 @@ func TestPktgenNoTimestamp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stallDev is a device whose Xmit takes 20 ms from a moment on.
+type stallDev struct {
+	*memring.Device
+	from time.Time
+}
+
+func (d stallDev) Xmit(b *skb.Buff, more bool) error {
+	if time.Now().After(d.from) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return d.Device.Xmit(b, more)
 }

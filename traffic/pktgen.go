@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/skbdev/skb/header"
@@ -137,9 +138,10 @@ type PktgenConfig struct {
 	// is a read per packet: without a Rate the run reads the clock
 	// after every clockEvery (64) packets, for its bounds and
 	// intervals, and after every burst once clockEvery packets took
-	// longer than a millisecond (a slow or blocking device), so a run
-	// ends at most one such stretch after its Duration. With a Rate it
-	// reads the clock after every burst, for the pacing.
+	// longer than a millisecond (a slow or blocking device); a timer and
+	// ctx's cancellation end a stretch between reads early, so a run
+	// still ends within a burst of its Duration or of ctx being done.
+	// With a Rate it reads the clock after every burst, for the pacing.
 	NoTimestamp bool
 
 	// OnInterval, when set, is called on the generator's goroutine every
@@ -433,7 +435,10 @@ func (g *Pktgen) remaining() uint64 {
 // device is closed, or the pool's error when no buffer could be had (the
 // doorbell was rung for what was queued). It allocates nothing.
 func (g *Pktgen) Burst() (int, error) {
-	return g.burst(g.stamp(time.Now().UnixNano()))
+	if g.cfg.NoTimestamp {
+		return g.burst(0)
+	}
+	return g.burst(time.Now().UnixNano())
 }
 
 // clockEvery is how many packets a NoTimestamp run without a Rate sends
@@ -672,6 +677,19 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	g.clk = newClock()
 	g.lastTick = 0
 	g.clockStep, g.unclocked = 1, 0
+	// Between reads of the clock (NoTimestamp), the end of the duration
+	// and of ctx come as a flag set by a timer and by ctx's cancellation:
+	// a device that starts to block partway through clockEvery sends
+	// (each send up to the driver's own timeout) does not hold the run
+	// past them.
+	var over atomic.Bool
+	if g.cfg.NoTimestamp && g.cfg.Rate == 0 {
+		t := time.AfterFunc(g.duration, func() { over.Store(true) })
+		defer t.Stop()
+		if done != nil {
+			defer context.AfterFunc(ctx, func() { over.Store(true) })()
+		}
+	}
 	st0 := g.dev.Stats()
 	g.lastSt, g.lastFail = st0, g.allocFails
 	pace := newPacer(g.cfg.Rate)
@@ -715,7 +733,7 @@ loop:
 			runErr = err
 			break loop
 		}
-		if err == nil && !g.clockDue(sent) {
+		if err == nil && !g.clockDue(sent) && !over.Load() {
 			continue
 		}
 		prev := now
