@@ -136,16 +136,20 @@ type sinkResultJSON struct {
 	Copybreak   uint64  `json:"copybreak"`
 	// Truncated counts packets longer than the receive buffers, dropped
 	// (rx_truncated; also in Dropped).
-	Truncated   uint64  `json:"truncated"`
-	Other       uint64  `json:"other"`
-	LatencyP50  float64 `json:"latency_p50_us"`
-	LatencyP99  float64 `json:"latency_p99_us"`
-	LatencyP999 float64 `json:"latency_p999_us"`
-	LatencyMax  float64 `json:"latency_max_us"`
-	Dev         string  `json:"dev"`
-	Listen      string  `json:"listen"`
-	CPUUser     float64 `json:"cpu_user"`
-	CPUSys      float64 `json:"cpu_sys"`
+	Truncated uint64 `json:"truncated"`
+	Other     uint64 `json:"other"`
+	// LatencyCount is how many packets were timed (a stamp with a send
+	// time: not pktgen --no-timestamp's); the latency fields are 0 when
+	// none was.
+	LatencyCount uint64  `json:"latency_count"`
+	LatencyP50   float64 `json:"latency_p50_us"`
+	LatencyP99   float64 `json:"latency_p99_us"`
+	LatencyP999  float64 `json:"latency_p999_us"`
+	LatencyMax   float64 `json:"latency_max_us"`
+	Dev          string  `json:"dev"`
+	Listen       string  `json:"listen"`
+	CPUUser      float64 `json:"cpu_user"`
+	CPUSys       float64 `json:"cpu_sys"`
 	// Whole frames, on link-layer devices only.
 	FrameBytes uint64  `json:"frame_bytes,omitempty"`
 	FrameMbps  float64 `json:"frame_mbps,omitempty"`
@@ -464,7 +468,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 		sinkResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
 			Lost: r.Lost, Reordered: r.Reordered, Duplicates: r.Duplicates, Unstamped: r.Unstamped, Flows: r.Flows,
 			KernelDrops: r.KernelDrops, Dropped: r.Dropped, Copybreak: r.Copybreak, Other: r.Other,
-			LatencyP50: us(l.P50), LatencyP99: us(l.P99), LatencyP999: us(l.P999), LatencyMax: us(l.Max),
+			LatencyCount: l.Count, LatencyP50: us(l.P50), LatencyP99: us(l.P99), LatencyP999: us(l.P999), LatencyMax: us(l.Max),
 			Truncated: trunc, Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs, FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps})
 	if !f.asJSON && l.Count > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "one-way latency: p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec, max = %.2f usec\n",
