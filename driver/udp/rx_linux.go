@@ -101,7 +101,9 @@ var (
 //
 // Poll returns as soon as a receive call got fewer datagrams than it asked
 // for, since the socket's queue is then empty: datagrams that Wait received
-// in a batch are handed over without another call. When the last batch
+// in a batch are handed over without another call. So is the one datagram
+// a Wait for one received (see Wait), though more may be queued behind it:
+// the next Wait takes the next at once. When the last batch
 // call got at most one datagram (one packet in flight, as in a ping-pong,
 // or a queue polled faster than it fills), Poll probes with a receive of
 // one datagram and returns after handing it over, so that an echo server
