@@ -46,6 +46,20 @@ func pollAll(t testing.TB, s *Sink) {
 	}
 }
 
+// runSink runs s on a goroutine of its own and sends its result when it
+// ends; an error fails the test.
+func runSink(t testing.TB, s *Sink) <-chan SinkResult {
+	done := make(chan SinkResult, 1)
+	go func() {
+		r, err := s.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	return done
+}
+
 // pump sends with g and receives with s in one goroutine, a burst at a
 // time, until g has queued want packets and s has drained the ring.
 func pump(t testing.TB, g *Pktgen, s *Sink, want uint64) {
@@ -348,14 +362,7 @@ func TestRunTwoGoroutines(t *testing.T) {
 	var ivs []SinkInterval
 	s, _ := NewSink(b, SinkConfig{Count: n, Duration: 10 * time.Second, Interval: 50 * time.Millisecond,
 		OnInterval: func(iv SinkInterval) { ivs = append(ivs, iv) }})
-	done := make(chan SinkResult)
-	go func() {
-		r, err := s.Run(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := runSink(t, s)
 	var givs []PktgenInterval
 	g, _ := NewPktgen(a, PktgenConfig{Count: n, Rate: 20000, Burst: 4, Flows: 3, Interval: 50 * time.Millisecond,
 		OnInterval: func(iv PktgenInterval) { givs = append(givs, iv) }})
@@ -864,14 +871,7 @@ func TestPktgenNoTimestamp(t *testing.T) {
 	a, b := pair(t, memring.Config{RingSize: 4096})
 	const n = 3000 // fewer than the ring holds: none dropped if the sink runs late
 	s, _ := NewSink(b, SinkConfig{Count: n, Duration: 10 * time.Second})
-	done := make(chan SinkResult)
-	go func() {
-		r, err := s.Run(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := runSink(t, s)
 	g, err := NewPktgen(a, PktgenConfig{Count: n, Flows: 2, NoTimestamp: true})
 	if err != nil {
 		t.Fatal(err)
