@@ -577,8 +577,8 @@ func (d *Device) DstAddr() netip.Addr {
 // Once such a wait woke with one datagram, the next ones sleep in a
 // recvfrom(2) of one instead, until a batch asked for every eighth wait
 // brings more (see waitRecv): on a blocking loopback ping-pong p50 0.956x
-// and 0.981x the batch wait's (ten ABBA rounds each), and skb sink fed at
-// one datagram per doorbell by skb pktgen 1.05x the datagrams per second;
+// the batch wait's (ten ABBA rounds), and skb sink fed at one datagram per
+// doorbell by skb pktgen 1.05x the datagrams per second;
 // a sink in the sender's own process measured 0.95-0.97x at one datagram
 // per doorbell and 1.06x at 64.
 // With Config.BusyPoll it spins instead, probing with non-blocking
