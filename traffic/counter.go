@@ -94,7 +94,9 @@ const MaxSeqJump = 1 << 32
 // bitmap of 128 bytes per flow), to tell a duplicate from a late packet.
 // A packet whose stamp carries a run other than the one its flow had
 // starts that flow afresh, after folding the old run's figures into the
-// totals. Add allocates only when a flow number above all seen so far
+// totals: two runs sending on one flow at once (two generators to one
+// port) take it from each other at every switch, each switch counts as a
+// flow, and the loss between switches goes uncounted. Add allocates only when a flow number above all seen so far
 // arrives (the table grows, up to MaxFlows entries). A Counter is not safe
 // for concurrent use.
 type Counter struct {
