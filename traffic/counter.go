@@ -18,6 +18,7 @@ type flowState struct {
 	unique uint64 // packets counted once: all but the duplicates
 	reord  uint64
 	dup    uint64
+	last   uint64 // the Counter's packet count at the flow's last packet
 	// seen is a ring of bits, one per sequence number: bit s%64 of word
 	// (s/64)%dupWords is set once s has arrived. It holds the blocks of
 	// 64 from (next-1)/64-dupWords+1 to (next-1)/64, so at least the
@@ -92,19 +93,36 @@ const MaxSeqJump = 1 << 32
 // duplicates. The zero value is ready. Each flow remembers which of the
 // last 961 to 1024 sequence numbers up to its highest have arrived (a
 // bitmap of 128 bytes per flow), to tell a duplicate from a late packet.
-// A packet whose stamp carries a run other than the one its flow had
-// starts that flow afresh, after folding the old run's figures into the
-// totals: two runs sending on one flow at once (two generators to one
-// port) take it from each other at every switch, each switch counts as a
-// flow, and the loss between switches goes uncounted. Add allocates only when a flow number above all seen so far
-// arrives (the table grows, up to MaxFlows entries). A Counter is not safe
-// for concurrent use.
+// A packet whose stamp carries a run other than the one its flow has
+// counts in a flow of its own: one more run of a generator replaces the
+// one before it when that one has been quiet for runQuiet packets (the
+// old run's figures folded into the totals), and up to maxSideRuns runs
+// at a time (two generators sending to one port) are counted beside it;
+// past that, a new run replaces the old one whatever its pace. Add
+// allocates only when a flow number above all seen so far arrives (the
+// table grows, up to MaxFlows entries) and for each run counted beside
+// another. A Counter is not safe for concurrent use.
 type Counter struct {
 	flows     []flowState
+	side      map[runFlow]*flowState // runs counted beside the one in flows, at most maxSideRuns
 	packets   uint64
 	untracked uint64
 	folded    FlowTotals // of runs replaced in their flow
 }
+
+// runFlow names one run's flow.
+type runFlow struct{ flow, run uint32 }
+
+const (
+	// runQuiet is how many packets (of any flow) must have arrived since
+	// a flow's last packet of its run for a packet of another run to
+	// replace that run rather than be counted beside it.
+	runQuiet = 1 << 16
+	// maxSideRuns bounds the runs counted beside the ones in the flow
+	// table: a stream of forged run numbers costs at most that many
+	// flow states.
+	maxSideRuns = 64
+)
 
 // Add counts the packet stamped s. It does not allocate once s.Flow's
 // entry exists.
@@ -119,12 +137,9 @@ func (c *Counter) Add(s Stamp) {
 	}
 	f := &c.flows[s.Flow]
 	if f.active && f.run != s.Run {
-		c.folded.Lost += f.lost()
-		c.folded.Reordered += f.reord
-		c.folded.Duplicates += f.dup
-		c.folded.Flows++
-		f.active = false
+		f = c.otherRun(f, s)
 	}
+	f.last = c.packets
 	if f.active && (s.Seq >= f.next && s.Seq-f.next >= MaxSeqJump || s.Seq < f.next && f.next-s.Seq >= MaxSeqJump) {
 		c.untracked++
 		return
@@ -132,7 +147,7 @@ func (c *Counter) Add(s Stamp) {
 	w, bit := (s.Seq/64)%dupWords, uint64(1)<<(s.Seq%64)
 	switch {
 	case !f.active:
-		*f = flowState{run: s.Run, active: true, first: s.Seq, next: s.Seq + 1, unique: 1}
+		*f = flowState{run: s.Run, active: true, first: s.Seq, next: s.Seq + 1, unique: 1, last: c.packets}
 	case s.Seq >= f.next:
 		f.advance(s.Seq)
 		f.unique++
@@ -154,6 +169,31 @@ func (c *Counter) Add(s Stamp) {
 	f.seen[w] |= bit
 }
 
+// otherRun returns the flow state for s, whose run is not the one in its
+// flow's table entry f: the run's state beside f, a new one beside f while
+// f's run is still sending and there is room, or f itself, its run folded
+// into the totals, for the next run of a generator.
+func (c *Counter) otherRun(f *flowState, s Stamp) *flowState {
+	k := runFlow{s.Flow, s.Run}
+	if o := c.side[k]; o != nil {
+		return o
+	}
+	if c.packets-f.last <= runQuiet && len(c.side) < maxSideRuns {
+		if c.side == nil {
+			c.side = make(map[runFlow]*flowState)
+		}
+		o := new(flowState)
+		c.side[k] = o
+		return o
+	}
+	c.folded.Lost += f.lost()
+	c.folded.Reordered += f.reord
+	c.folded.Duplicates += f.dup
+	c.folded.Flows++
+	f.active = false
+	return f
+}
+
 func (c *Counter) grow(n int) {
 	size := max(256, len(c.flows))
 	for size < n {
@@ -171,15 +211,20 @@ func (c *Counter) Totals() FlowTotals {
 	t := c.folded
 	t.Packets = c.packets
 	t.Untracked = c.untracked
-	for i := range c.flows {
-		f := &c.flows[i]
+	add := func(f *flowState) {
 		if !f.active {
-			continue
+			return
 		}
 		t.Flows++
 		t.Lost += f.lost()
 		t.Reordered += f.reord
 		t.Duplicates += f.dup
+	}
+	for i := range c.flows {
+		add(&c.flows[i])
+	}
+	for _, f := range c.side {
+		add(f)
 	}
 	return t
 }
@@ -187,5 +232,6 @@ func (c *Counter) Totals() FlowTotals {
 // Reset forgets every flow; the table keeps its size.
 func (c *Counter) Reset() {
 	clear(c.flows)
+	clear(c.side)
 	c.packets, c.untracked, c.folded = 0, 0, FlowTotals{}
 }

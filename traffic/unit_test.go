@@ -397,3 +397,50 @@ func TestPacer(t *testing.T) {
 		t.Errorf("wait ran %v past a 20ms deadline", d)
 	}
 }
+
+// TestCounterRuns checks how a flow counts packets of several runs: two
+// runs sending on it at once each count on their own, with their losses;
+// a run that follows a quiet one replaces it, its figures kept in the
+// totals; and past maxSideRuns runs at once a new run replaces the flow's
+// run rather than taking more memory.
+func TestCounterRuns(t *testing.T) {
+	var c Counter
+	// Runs 1 and 2 interleaved on flow 0, each losing every tenth packet.
+	for i := range uint64(1000) {
+		for _, run := range []uint32{1, 2} {
+			if i%10 != 9 || i == 999 {
+				c.Add(Stamp{Run: run, Seq: i})
+			}
+		}
+	}
+	if got, want := c.Totals(), (FlowTotals{Packets: 2 * 901, Lost: 2 * 99, Flows: 2}); got != want {
+		t.Fatalf("two runs at once: %+v, want %+v", got, want)
+	}
+	// Run 3 after both have been quiet for runQuiet packets of flow 1:
+	// it replaces run 1 in flow 0's entry; run 2 stays beside it.
+	for i := range uint64(runQuiet + 1) {
+		c.Add(Stamp{Run: 1, Flow: 1, Seq: i})
+	}
+	for i := range uint64(100) {
+		if i != 50 {
+			c.Add(Stamp{Run: 3, Seq: i})
+		}
+	}
+	want := FlowTotals{Packets: 2*901 + runQuiet + 1 + 99, Lost: 2*99 + 1, Flows: 4}
+	if got := c.Totals(); got != want {
+		t.Fatalf("a third run after a quiet spell: %+v, want %+v", got, want)
+	}
+	// Forged runs, one packet each, on flow 2 while its run sends: at
+	// most maxSideRuns states beside it.
+	for i := range uint32(10 * maxSideRuns) {
+		c.Add(Stamp{Run: 1, Flow: 2, Seq: uint64(i)})
+		c.Add(Stamp{Run: 1000 + i, Flow: 2})
+	}
+	if len(c.side) > maxSideRuns {
+		t.Fatalf("%d runs beside the flow table, more than %d", len(c.side), maxSideRuns)
+	}
+	c.Reset()
+	if got := c.Totals(); got != (FlowTotals{}) {
+		t.Fatalf("after Reset: %+v", got)
+	}
+}

@@ -81,10 +81,9 @@ port-unreachable messages they cause), and within a flow it counts the gaps up
 to the last packet seen: packets dropped after it, at the end of a run, show
 in kernel drops only. Kernel drops are the socket's own count: with --gro the
 kernel counts a dropped train once, however many datagrams it held, while
-lost counts datagrams. A flow follows one pktgen run at a time: two pktgens
-sending to the same port at once take flow 0 from each other at every
-switch, each switch counting as a new flow and the loss between switches
-going uncounted; give each its own ports (--dst PORT, --flows).
+lost counts datagrams. Each pktgen run counts as flows of its own (runs
+one after the other too): two pktgens sending to one port at once are
+counted apart, up to 64 runs at a time beside the first on each port.
 
 ` + signalHelp,
 		Args: cobra.NoArgs,
