@@ -94,11 +94,12 @@ const MaxSeqJump = 1 << 32
 // last 961 to 1024 sequence numbers up to its highest have arrived (a
 // bitmap of 128 bytes per flow), to tell a duplicate from a late packet.
 // A packet whose stamp carries a run other than the one its flow has
-// counts in a flow of its own: one more run of a generator replaces the
-// one before it when that one has been quiet for runQuiet packets (the
-// old run's figures folded into the totals), and up to maxSideRuns runs
-// at a time (two generators sending to one port) are counted beside it;
-// past that, a new run replaces the old one whatever its pace. Add
+// counts in a flow of its own: a generator's next run replaces the run
+// before it once that one has been quiet for 65536 packets (of any flow;
+// the old run's figures stay in the totals), and runs sending at the same
+// time (two generators to one port) are counted apart, up to 64 beside
+// the flow table's; past that, a new run replaces the old one whatever
+// its pace. Add
 // allocates only when a flow number above all seen so far arrives (the
 // table grows, up to MaxFlows entries) and for each run counted beside
 // another. A Counter is not safe for concurrent use.

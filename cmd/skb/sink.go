@@ -83,7 +83,7 @@ in kernel drops only. Kernel drops are the socket's own count: with --gro the
 kernel counts a dropped train once, however many datagrams it held, while
 lost counts datagrams. Each pktgen run counts as flows of its own (runs
 one after the other too): two pktgens sending to one port at once are
-counted apart, up to 64 runs at a time beside the first on each port.
+counted apart (up to 64 such runs at a time).
 
 ` + signalHelp,
 		Args: cobra.NoArgs,
