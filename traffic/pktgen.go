@@ -682,8 +682,9 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	// a device that starts to block partway through clockEvery sends
 	// (each send up to the driver's own timeout) does not hold the run
 	// past them.
+	sparse := g.cfg.NoTimestamp && g.cfg.Rate == 0 // the clock read every clockEvery packets
 	var over atomic.Bool
-	if g.cfg.NoTimestamp && g.cfg.Rate == 0 {
+	if sparse {
 		t := time.AfterFunc(g.duration, func() { over.Store(true) })
 		defer t.Stop()
 		if done != nil {
@@ -739,7 +740,7 @@ loop:
 		prev := now
 		now = g.clk.now()
 		g.unclocked, g.clockStep = 0, 1
-		if g.cfg.NoTimestamp && g.cfg.Rate == 0 && now-prev <= time.Millisecond {
+		if sparse && now-prev <= time.Millisecond {
 			g.clockStep = clockEvery
 		}
 		if now >= g.duration {

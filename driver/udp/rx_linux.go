@@ -642,22 +642,17 @@ func (d *Device) spin(timeout time.Duration) error {
 // wake-up path; measured on a loopback round trip it is also what keeps the
 // Go scheduler off that path.
 func (d *Device) sleep(timeout time.Duration) error {
-	r := &d.rx
-	flags := unix.MSG_WAITFORONE
-	if timeout == 0 {
-		flags = unix.MSG_DONTWAIT
-	} else if d.keepP {
+	switch {
+	case timeout == 0:
+		k, err := d.recv(len(d.rx.bufs), unix.MSG_DONTWAIT)
+		return d.woke(k, err)
+	case d.keepP:
 		return d.sleepHeld(timeout)
-	} else if err := d.setRcvTimeo(timeout); err != nil {
+	}
+	if err := d.setRcvTimeo(timeout); err != nil {
 		return err
 	}
-	var k int
-	var err error
-	if flags == unix.MSG_DONTWAIT {
-		k, err = d.recv(len(r.bufs), flags)
-	} else {
-		k, err = d.waitRecv()
-	}
+	k, err := d.waitRecv()
 	return d.woke(k, err)
 }
 

@@ -105,8 +105,9 @@ func RecvfromNow(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32)
 // One datagram per call costs the kernel less than a recvmmsg(2) that
 // sleeps for the first and then tries for a second that is not there
 // (MSG_WAITFORONE), which is what a receiver woken for every datagram
-// pays. It returns the datagram's length and errno 0, or -1 and the
-// errno (EINTR when a signal ended the sleep).
+// pays. p, name and namelen are the caller's and are not kept after the
+// call. It returns the datagram's length and errno 0, or -1 and the errno
+// (EINTR when a signal ended the sleep).
 func RecvfromWait(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32) (n int, errno unix.Errno) {
 	r, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd),
 		uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_TRUNC,
