@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skbdev/skb/internal/icmptest"
 	"github.com/skbdev/skb/lab"
 	"github.com/skbdev/skb/lab/labtest"
 	"github.com/vishvananda/netlink"
@@ -376,9 +377,12 @@ func TestCmd(t *testing.T) {
 		t.Log("ping not installed; the ping check is skipped")
 		return
 	}
-	if out, err := l.A.Cmd("ping", "-c1", "-W2", l.B.Addr.String()).CombinedOutput(); err != nil {
-		t.Errorf("ping %v from A: %v: %s", l.B.Addr, err, out)
-	}
+	icmptest.OnEachCPU(t, func() error {
+		if out, err := l.A.Cmd("ping", "-c1", "-W2", l.B.Addr.String()).CombinedOutput(); err != nil {
+			return fmt.Errorf("ping %v from A: %v: %s", l.B.Addr, err, out)
+		}
+		return nil
+	})
 }
 
 func TestOffloads(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/driver/udp"
+	"github.com/skbdev/skb/internal/icmptest"
 	"github.com/skbdev/skb/lab"
 	"github.com/skbdev/skb/lab/labtest"
 	"github.com/skbdev/skb/netdev"
@@ -996,38 +997,42 @@ func TestPktgenUnreachable(t *testing.T) {
 	if _, ok := icmpUnreachable(false); !ok {
 		t.Skip("no ICMP counters in /proc/net/snmp")
 	}
-	port := freePorts(t, 4)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	sink := startBg(t, exec.Command(buildSkb(t), "sink", "--json", "--listen", addr, "-n", "100", "-t", "10s"))
-	sink.bound(t, addr)
-	out, errOut, code := skb(t, "pktgen", "--json", "--dst", addr, "-f", "4", "-n", "400", "-r", "20000", "-t", "10s")
-	if code != 0 {
-		t.Fatalf("pktgen: exit %d: %s", code, errOut)
-	}
-	_, gr := ndjson(t, out)
-	_, sr := ndjson(t, sink.wait(t))
-	if num(sr, "packets") != 100 || num(sr, "lost") != 0 || num(sr, "flows") != 1 {
-		t.Errorf("sink %v: want the 100 packets of flow 0 and no loss", sr)
-	}
-	// The kernel answers each of the 300 with a port unreachable (loopback
-	// is not rate-limited per peer, only by the global limit).
-	if n := num(gr, "icmp_unreachable"); n < 50 {
-		t.Errorf("pktgen icmp_unreachable %d, want most of the 300 refused: %v", n, gr)
-	}
-	want := fmt.Sprintf("ICMP destination unreachable messages came back during the run: is the destination up, and does something listen on every flow's port (%d to %d)?", port, port+3)
-	if !strings.HasPrefix(errOut, "skb: pktgen: warning: ") || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
-		t.Errorf("pktgen stderr %q, want one warning saying %q", errOut, want)
-	}
-	// Everything refused: the warning without a sink at all. One flow
-	// goes through a connected socket, whose sends the kernel refuses
-	// after a port unreachable: counted in errors.
-	out, errOut, code = skb(t, "pktgen", "--json", "--dst", addr, "-n", "50", "-r", "20000")
-	if code != 0 || !strings.Contains(errOut, "skb: pktgen: warning: ") {
-		t.Errorf("pktgen to no sink: exit %d, stderr %q", code, errOut)
-	}
-	if _, gr = ndjson(t, out); num(gr, "errors") == 0 || !strings.Contains(fmt.Sprint(gr["first_error"]), "connection refused") {
-		t.Errorf("pktgen to no sink, one flow: %v; want errors counted, the first connection refused", gr)
-	}
+	icmptest.OnEachCPU(t, func() error {
+		port := freePorts(t, 4)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		sink := startBg(t, exec.Command(buildSkb(t), "sink", "--json", "--listen", addr, "-n", "100", "-t", "10s"))
+		sink.bound(t, addr)
+		out, errOut, code := skb(t, "pktgen", "--json", "--dst", addr, "-f", "4", "-n", "400", "-r", "20000", "-t", "10s")
+		if code != 0 {
+			t.Fatalf("pktgen: exit %d: %s", code, errOut)
+		}
+		_, gr := ndjson(t, out)
+		_, sr := ndjson(t, sink.wait(t))
+		if num(sr, "packets") != 100 || num(sr, "lost") != 0 || num(sr, "flows") != 1 {
+			t.Errorf("sink %v: want the 100 packets of flow 0 and no loss", sr)
+		}
+		// The kernel answers each of the 300 with a port unreachable
+		// (loopback is not rate-limited per peer, only by the global
+		// limit).
+		if n := num(gr, "icmp_unreachable"); n < 50 {
+			return fmt.Errorf("pktgen icmp_unreachable %d, want most of the 300 refused: %v", n, gr)
+		}
+		want := fmt.Sprintf("ICMP destination unreachable messages came back during the run: is the destination up, and does something listen on every flow's port (%d to %d)?", port, port+3)
+		if !strings.HasPrefix(errOut, "skb: pktgen: warning: ") || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("pktgen stderr %q, want one warning saying %q", errOut, want)
+		}
+		// Everything refused: the warning without a sink at all. One
+		// flow goes through a connected socket, whose sends the kernel
+		// refuses after a port unreachable: counted in errors.
+		out, errOut, code = skb(t, "pktgen", "--json", "--dst", addr, "-n", "50", "-r", "20000")
+		if code != 0 || !strings.Contains(errOut, "skb: pktgen: warning: ") {
+			return fmt.Errorf("pktgen to no sink: exit %d, stderr %q", code, errOut)
+		}
+		if _, gr = ndjson(t, out); num(gr, "errors") == 0 || !strings.Contains(fmt.Sprint(gr["first_error"]), "connection refused") {
+			return fmt.Errorf("pktgen to no sink, one flow: %v; want errors counted, the first connection refused", gr)
+		}
+		return nil
+	})
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader.

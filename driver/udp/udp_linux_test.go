@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/skbdev/skb/internal/icmptest"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/netdev/netdevtest"
 	"github.com/skbdev/skb/pool"
@@ -923,21 +924,24 @@ func TestErrors(t *testing.T) {
 
 	// ICMP port unreachable comes back as ECONNREFUSED on the next send
 	// of a connected socket.
-	conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(lo4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := conn.LocalAddr().(*net.UDPAddr).AddrPort()
-	conn.Close()
-	d := openT(t, Config{Remote: gone})
-	var last error
-	for i := 0; i < 10 && last == nil; i++ {
-		last = d.Xmit(fill(t, d, 0, 10), false)
-		time.Sleep(time.Millisecond)
-	}
-	if !errors.Is(last, unix.ECONNREFUSED) || !strings.HasPrefix(last.Error(), "udp: sendmmsg: ") {
-		t.Errorf("send to a closed port: %v", last)
-	}
+	icmptest.OnEachCPU(t, func() error {
+		conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(lo4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+		conn.Close()
+		d := openT(t, Config{Remote: gone})
+		var last error
+		for i := 0; i < 10 && last == nil; i++ {
+			last = d.Xmit(fill(t, d, 0, 10), false)
+			time.Sleep(time.Millisecond)
+		}
+		if !errors.Is(last, unix.ECONNREFUSED) || !strings.HasPrefix(last.Error(), "udp: sendmmsg: ") {
+			return fmt.Errorf("send to a closed port: %v", last)
+		}
+		return nil
+	})
 
 	for _, tc := range []struct {
 		cfg  Config
