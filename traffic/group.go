@@ -21,15 +21,36 @@ import (
 // 60-84 thousand a second against 270 thousand polled in rounds.
 const SoloSinks = 64
 
+// SinkThreads returns how many goroutines RunSinks polls n devices with
+// under cfg: n, one each, when n is at most GOMAXPROCS, or when n is at
+// most SoloSinks and the sinks wait in their devices' Wait when drained
+// (cfg.Sleep 0, no cfg.Spin); otherwise GOMAXPROCS, each polling its share
+// in rounds. A sink that spins or naps holds its P (see package nap), and
+// more such goroutines than Ps take turns a preemption slice (10 ms) at a
+// time: a packet then waits for its sink's turn, tens of milliseconds at 16
+// ports. For the same reason a device that keeps its P while it waits
+// (udp.Config.KeepP) suits a group only when SinkThreads is at most
+// GOMAXPROCS.
+func SinkThreads(n int, cfg SinkConfig) int {
+	procs := runtime.GOMAXPROCS(0)
+	switch {
+	case n <= procs:
+		return n
+	case n <= SoloSinks && !cfg.Spin && cfg.Sleep == 0:
+		return n
+	}
+	return procs
+}
+
 // RunSinks runs one Sink per device with the same config and merges their
 // results: a sink for a range of UDP ports, one socket per port, as a
 // generator's flows need on a datagram device.
 //
-// With up to SoloSinks devices, each is polled by a goroutine of its own
-// (with cfg.Thread, on an OS thread of its own) as Sink.Run does, under
-// the group's bounds: it waits in its device's Wait, so a packet is seen
-// as soon as the kernel wakes it. With more, GOMAXPROCS goroutines poll
-// them, device i by goroutine i modulo their number, which keeps it for
+// SinkThreads says how many goroutines poll the devices. With one per
+// device (with cfg.Thread, on an OS thread of its own), each is polled as
+// Sink.Run does, under the group's bounds: it waits in its device's Wait,
+// so a packet is seen as soon as the kernel wakes it. With fewer,
+// GOMAXPROCS goroutines poll them, device i by goroutine i modulo their number, which keeps it for
 // the whole run (a device belongs to one goroutine); each loops over its
 // devices in rounds: in a round it calls each
 // Sink's Poll, again while it hands over its whole budget, up to
@@ -95,10 +116,7 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 		g.quota = &quota{}
 		g.quota.left.Store(cfg.Count)
 	}
-	nr := len(devs)
-	if nr > SoloSinks {
-		nr = min(nr, runtime.GOMAXPROCS(0))
-	}
+	nr := SinkThreads(len(devs), cfg)
 	if cfg.OnInterval != nil {
 		g.merge = newMerger(nr)
 	}

@@ -364,3 +364,33 @@ func TestRunSinksManyProcs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSinkThreads checks how many goroutines RunSinks polls with: one per
+// device up to the Ps, and past them only for sinks that wait in their
+// devices' Wait (up to SoloSinks); sinks that spin or nap hold their Ps and
+// are polled in rounds by one goroutine per P.
+func TestSinkThreads(t *testing.T) {
+	const procs = 2
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	wait, nap, spin := SinkConfig{}, SinkConfig{Sleep: DefaultSinkSleep}, SinkConfig{Spin: true}
+	for _, tc := range []struct {
+		n    int
+		cfg  SinkConfig
+		want int
+	}{
+		{1, nap, 1},
+		{procs, nap, procs},
+		{procs, spin, procs},
+		{procs + 1, wait, procs + 1},
+		{procs + 1, nap, procs},
+		{procs + 1, spin, procs},
+		{16, nap, procs},
+		{SoloSinks, wait, SoloSinks},
+		{SoloSinks + 1, wait, procs},
+		{1024, nap, procs},
+	} {
+		if got := SinkThreads(tc.n, tc.cfg); got != tc.want {
+			t.Errorf("SinkThreads(%d, Sleep %v Spin %v) = %d, want %d (GOMAXPROCS %d)", tc.n, tc.cfg.Sleep, tc.cfg.Spin, got, tc.want, procs)
+		}
+	}
+}

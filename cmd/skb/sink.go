@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -71,9 +72,13 @@ started first sees a whole default pktgen run), after --idle (1s) without a
 packet once traffic was seen, or after --count packets: give it a longer --idle
 to see several pktgen runs one after the other. --flows N listens on ports PORT
 to PORT+N-1 (one socket each on the udp device), at most ` + fmt.Sprint(sinkMaxFlows) + `, to receive all of
-a pktgen's flows. Up to ` + fmt.Sprint(traffic.SoloSinks) + ` ports each have a thread that the kernel wakes; more
-are polled in rounds by a thread per CPU, which keeps up with pktgen but may
-see a datagram of a slow flow up to 20ms late (it shows in the latency).
+a pktgen's flows. Up to one port per CPU each have a thread of their own;
+more are polled in rounds by a thread per CPU, as a sleeping or spinning
+thread holds its CPU (with --sleep 0, up to ` + fmt.Sprint(traffic.SoloSinks) + ` ports each have a thread
+that the kernel wakes). Rounds keep up with pktgen, but a datagram of a slow
+flow may be seen up to 20ms late, and over hundreds of ports the first
+datagrams of each wait longer while its buffers are first touched (both show
+in the latency).
 Loss is counted per flow from the packets that arrive on those ports:
 packets to other ports are never seen, so a sink with fewer --flows than its
 pktgen reports no loss for the flows it misses (pktgen warns of the ICMP
@@ -410,10 +415,13 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			}
 			ncfg.Pool = shared
 		}
+		// KeepP: each of the sink's goroutines waits on a thread of its
+		// own (Thread), and keeps its P meanwhile while they are no more
+		// than the Ps (see traffic.SinkThreads).
+		keepP := traffic.SinkThreads(o.flows, cfg) <= runtime.GOMAXPROCS(0)
 		for i := range o.flows {
 			a := netip.AddrPortFrom(listen.Addr(), listen.Port()+uint16(i))
-			// KeepP: the sink waits on a thread of its own (Thread).
-			ucfg := udp.Config{Config: ncfg, Local: a, GRO: o.gro, RcvBuf: o.rcvbuf, NoSrc: true, KeepP: true}
+			ucfg := udp.Config{Config: ncfg, Local: a, GRO: o.gro, RcvBuf: o.rcvbuf, NoSrc: true, KeepP: keepP}
 			if !o.gro {
 				// GRO's train buffers already hold the largest datagram.
 				ucfg.RecvSize = recvSize(a.Addr())
