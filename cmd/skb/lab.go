@@ -38,6 +38,14 @@ entries. The default name is "` + labDefaultName + `". It needs root (or CAP_SYS
 CAP_NET_ADMIN), iproute2's ip for exec, and ethtool for --gro, --tso, --txcsum
 and --threaded.`,
 	}
+	// Runnable, so that an unknown subcommand is an error (cobra shows
+	// a command without Run its help, and exits 0, whatever follows it).
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q for %q: want one of up, down, exec, threaded, list", args[0], cmd.CommandPath())
+		}
+		return cmd.Help()
+	}
 	cmd.AddCommand(labUpCmd(), labDownCmd(), labExecCmd(), labThreadedCmd(), labListCmd())
 	rootCmd.AddCommand(cmd)
 }

@@ -341,6 +341,7 @@ func TestLabBadFlags(t *testing.T) {
 		{"lab", "exec", "a", "--name", "", "--", "true"},
 		{"lab", "exec", "--temp", "--name", "", "a", "--", "true"},
 		{"lab", "exec", "--temp", "--queues", "0", "a", "--", "true"},
+		{"lab", "bogus"},
 	} {
 		t.Run(strings.Join(args[1:], "_"), func(t *testing.T) {
 			out, errOut, code := skb(t, args...)
@@ -349,6 +350,10 @@ func TestLabBadFlags(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q: want a non-zero exit and one line", code, out, errOut)
 			}
 		})
+	}
+	// Without a subcommand: the help, and a zero exit.
+	if out, errOut, code := skb(t, "lab"); code != 0 || !strings.Contains(out, "Available Commands:") || errOut != "" {
+		t.Errorf("skb lab: exit %d, stdout %q, stderr %q: want its help", code, out, errOut)
 	}
 }
 
