@@ -292,6 +292,9 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if runErr != nil {
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
+	if err := p.err(); err != nil {
+		return fmt.Errorf("pingpong: %w", err)
+	}
 	return sc.interrupted("pingpong")
 }
 
@@ -421,7 +424,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	refused := errors.Is(runErr, syscall.ECONNREFUSED)
 	if p.enc == nil {
 		// ibv_rc_pingpong's two lines, then the percentiles.
-		w := cmd.OutOrStdout()
+		w := p.w
 		usec := r.Seconds * 1e6
 		fmt.Fprintf(w, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", r.Bytes, usec/1e6, r.Mbps)
 		fmt.Fprintf(w, "%d iters in %.2f seconds = %.2f usec/iter\n", r.Iters, usec/1e6, r.UsecPerIter)
@@ -444,6 +447,8 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			dst, r.Iters, lost)
 	case runErr != nil:
 		return fmt.Errorf("pingpong: %w", runErr)
+	case p.err() != nil:
+		return fmt.Errorf("pingpong: %w", p.err())
 	}
 	return sc.interrupted("pingpong")
 }

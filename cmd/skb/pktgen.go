@@ -363,6 +363,8 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: %w", runErr)
 	case r.Packets == 0 && r.FirstErr != nil:
 		return fmt.Errorf("pktgen: no packet sent: %w", r.FirstErr)
+	case p.err() != nil:
+		return fmt.Errorf("pktgen: %w", p.err())
 	}
 	return sc.interrupted("pktgen")
 }

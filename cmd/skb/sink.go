@@ -481,7 +481,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			LatencyCount: l.Count, LatencyP50: us(l.P50), LatencyP99: us(l.P99), LatencyP999: us(l.P999), LatencyMax: us(l.Max),
 			Truncated: trunc, Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs, FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps})
 	if !f.asJSON && l.Count > 0 {
-		fmt.Fprintf(cmd.OutOrStdout(), "one-way latency: p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec, max = %.2f usec\n",
+		fmt.Fprintf(p.w, "one-way latency: p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec, max = %.2f usec\n",
 			us(l.P50), us(l.P99), us(l.P999), us(l.Max))
 	}
 	if trunc > 0 {
@@ -489,6 +489,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	}
 	if runErr != nil {
 		return fmt.Errorf("sink: %w", runErr)
+	}
+	if err := p.err(); err != nil {
+		return fmt.Errorf("sink: %w", err)
 	}
 	return sc.interrupted("sink")
 }

@@ -436,17 +436,41 @@ func (r *runSignals) interrupted(cmd string) error {
 }
 
 // printer writes the lines of a traffic command: text, or NDJSON objects.
+// It keeps the first write error (a full disk, a closed file), which the
+// command returns once its result is printed: a result that could not be
+// written is not a success.
 type printer struct {
-	w   io.Writer
+	w   *firstErrWriter
 	enc *json.Encoder
 }
 
 func newPrinter(w io.Writer, asJSON bool) *printer {
-	p := &printer{w: w}
+	p := &printer{w: &firstErrWriter{w: w}}
 	if asJSON {
-		p.enc = json.NewEncoder(w)
+		p.enc = json.NewEncoder(p.w)
 	}
 	return p
+}
+
+// err returns the first error a write of the printer met, or nil.
+func (p *printer) err() error { return p.w.err }
+
+// firstErrWriter passes writes to w and keeps the first error; after it,
+// writes are dropped.
+type firstErrWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (f *firstErrWriter) Write(b []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	n, err := f.w.Write(b)
+	if err != nil {
+		f.err = err
+	}
+	return n, err
 }
 
 // line prints text, or obj as one JSON line.

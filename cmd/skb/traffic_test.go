@@ -1146,3 +1146,31 @@ func TestHelpDocuments(t *testing.T) {
 		}
 	}
 }
+
+// TestResultWriteError checks that pktgen, sink and pingpong fail, with
+// one line naming the write, when their result cannot be written (stdout
+// on /dev/full): a result lost is not a success.
+func TestResultWriteError(t *testing.T) {
+	port := freePorts(t, 2)
+	for _, args := range [][]string{
+		{"pktgen", "--dev", "memring", "-n", "100", "-t", "2s"},
+		{"pktgen", "--dev", "memring", "-n", "100", "-t", "2s", "--json"},
+		{"sink", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "-t", "200ms"},
+		{"sink", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "-t", "200ms", "--json"},
+		{"pingpong", "--server", "--listen", fmt.Sprintf("127.0.0.1:%d", port+1), "-t", "200ms"},
+	} {
+		full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+		if err != nil {
+			t.Skipf("no /dev/full: %v", err)
+		}
+		cmd := exec.Command(buildSkb(t), args...)
+		var errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = full, &errOut
+		err = cmd.Run()
+		full.Close()
+		want := "skb: " + args[0] + ": write /dev/stdout: no space left on device\n"
+		if err == nil || errOut.String() != want {
+			t.Errorf("%v to /dev/full: %v, stderr %q; want a failure and %q", args, err, errOut.String(), want)
+		}
+	}
+}
