@@ -75,8 +75,12 @@ it at all. Either way pktgen counts the ICMP destination-unreachable
 messages the kernel receives during the run (in this network namespace; one
 per datagram over loopback, fewer from a host that rate-limits them), prints
 them as icmp_unreachable, and warns on stderr when there are any. --burst N
-rings the doorbell once per N packets (xmit_more); --gso sends each burst as
-one UDP GSO super-packet (udp device only).
+rings the doorbell once per N packets (xmit_more); on the udp device a
+doorbell, one sendmmsg, takes at most 1024 (the kernel's UIO_MAXIOV), so a
+larger burst rings once per 1024. --gso sends each burst as one UDP GSO
+super-packet (udp device only) of at most 64 datagrams (UDP_MAX_SEGMENTS of
+the kernel that brought UDP_SEGMENT): a larger burst goes as several, a
+doorbell each.
 On a link-layer device pktgen computes each frame's UDP checksum;
 --no-udp-csum leaves it 0 over IPv4 ("none", RFC 768), as the kernel's pktgen
 does without UDPCSUM, and saves that work per packet.

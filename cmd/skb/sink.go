@@ -96,7 +96,7 @@ counted apart (up to 64 such runs at a time).
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.listen, "listen", fmt.Sprintf("127.0.0.1:%d", defaultPort), "ADDR:PORT to receive on (port 0: the kernel picks one, printed on stderr); afpacket and afxdp: an address of the interface, or 0.0.0.0 or :: for any, and port 0 for every port")
-	fs.IntVar(&o.copybreak, "copybreak", netdev.DefaultCopybreak, "copy packets shorter than N bytes into right-sized buffers (0: off)")
+	fs.IntVar(&o.copybreak, "copybreak", netdev.DefaultCopybreak, "copy packets shorter than N bytes into right-sized buffers (0: off); only into a smaller buffer than the receive buffer, up to 1920 bytes with the udp device's pool")
 	fs.BoolVar(&o.gro, "gro", false, "UDP receive coalescing (UDP_GRO; udp device): trains are split back into datagrams")
 	durationVarP(fs, &o.duration, "duration", "t", traffic.DefaultSinkDuration, "stop after this long")
 	durationVarP(fs, &o.idle, "idle", "", traffic.DefaultIdle, "stop after this long without a packet, once traffic was seen")
