@@ -117,6 +117,13 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 		// An empty list would mean every experiment, as no --only does.
 		return errors.New("--only needs at least one experiment name; see --list")
 	}
+	if o.ref != "" {
+		// Checked whatever the selection: a mistyped --ref would
+		// otherwise pass unnoticed when no experiment chosen needs it.
+		if st, err := os.Stat(o.ref); err != nil || !st.IsDir() {
+			return fmt.Errorf("--ref %s: not a directory: want the one holding the C reference programs", o.ref)
+		}
+	}
 	sender, receiver, err := benchCPUs(o.cpus)
 	if err != nil {
 		return err

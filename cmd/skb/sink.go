@@ -176,7 +176,7 @@ func (o *sinkOpts) check(cmd *cobra.Command) error {
 		return fmt.Errorf("sink: --budget %d: want 1 to 65536", o.budget)
 	case o.sleep < 0 || o.sleep > time.Second:
 		return fmt.Errorf("sink: --sleep %v: want 0 (wait to be woken) to 1s", o.sleep)
-	case o.spin && cmd.Flags().Changed("sleep") && o.sleep > 0:
+	case o.spin && cmd.Flags().Changed("sleep"):
 		return errors.New("sink: give --spin or --sleep, not both")
 	case o.rcvbuf < 0:
 		return fmt.Errorf("sink: --rcvbuf %d: want 0 (the kernel's default) or more", o.rcvbuf)

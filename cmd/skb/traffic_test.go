@@ -696,6 +696,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"sink", "--listen", "127.0.0.1"}, "want IP:PORT"},
 		{[]string{"sink", "--copybreak", "-1"}, "--copybreak -1"},
 		{[]string{"sink", "--spin", "--sleep", "10us"}, "not both"},
+		{[]string{"sink", "--spin", "--sleep", "0"}, "not both"},
 		{[]string{"sink", "--sleep", "5s"}, "--sleep 5s"},
 		{[]string{"sink", "--duration", "-1s"}, "--duration -1s"},
 		{[]string{"sink", "--dev", "memring"}, "memring"},
