@@ -428,6 +428,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			}
 			d, err := udp.Open(ucfg)
 			if err != nil {
+				if i > 0 && errors.Is(err, syscall.EADDRINUSE) {
+					return fmt.Errorf("sink: --listen %v --flows %d: port %d, flow %d's, is in use by another socket", listen, o.flows, a.Port(), i)
+				}
 				return fmt.Errorf("sink: %w", bindErr("a sink", "listen", a, err))
 			}
 			devs = append(devs, d)

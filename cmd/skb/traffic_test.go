@@ -599,6 +599,8 @@ func TestTrafficBadFlags(t *testing.T) {
 	}
 	defer held.Close()
 	heldAddr := held.LocalAddr().String()
+	heldPort := held.LocalAddr().(*net.UDPAddr).Port
+	flowsFrom := fmt.Sprintf("127.0.0.1:%d", heldPort-2)
 	tests := []struct {
 		args []string
 		want string
@@ -665,6 +667,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--src", heldAddr, "-n", "1"}, "skb: pktgen: --src " + heldAddr + " is in use by another socket\n"},
 		{[]string{"pingpong", "--src", heldAddr, "-n", "1"}, "skb: pingpong: --src " + heldAddr + " is in use by another socket\n"},
 		{[]string{"sink", "--listen", heldAddr}, "skb: sink: --listen " + heldAddr + " is in use by another socket\n"},
+		{[]string{"sink", "--listen", flowsFrom, "-f", "3"}, fmt.Sprintf("skb: sink: --listen %s --flows 3: port %d, flow 2's, is in use by another socket\n", flowsFrom, heldPort)},
 		{[]string{"pingpong", "--server", "--listen", heldAddr}, "skb: pingpong: --listen " + heldAddr + " is in use by another socket\n"},
 		{[]string{"pktgen", "--dev", "afpacket:lo"}, "skb: pktgen: --dev afpacket:lo needs --dst (an address on the link)\n"},
 		{[]string{"pktgen", "--dev", "afxdp:lo"}, "skb: pktgen: --dev afxdp:lo:0 needs --dst (an address on the link)\n"},
