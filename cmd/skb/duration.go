@@ -37,9 +37,18 @@ func (d *durationValue) Set(s string) error {
 	if ns := f * float64(time.Second); ns >= math.MaxInt64 || ns <= math.MinInt64 {
 		return errDurationRange
 	}
-	*d = durationValue(time.Duration(f * float64(time.Second)))
+	v := time.Duration(f * float64(time.Second))
+	if v == 0 && f != 0 {
+		// A positive (or negative) value below 1ns would pass as 0.
+		return errDurationTiny
+	}
+	*d = durationValue(v)
 	return nil
 }
+
+// errDurationTiny is what a flag says of a number of seconds that rounds
+// to no time at all.
+var errDurationTiny = errors.New("below a nanosecond: want at least 0.000000001 seconds (1ns)")
 
 func (d *durationValue) String() string {
 	if *d == 0 {

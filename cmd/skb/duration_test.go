@@ -28,6 +28,9 @@ func TestDurationFlag(t *testing.T) {
 		{"9223372036.854775807", 0, false}, // 2^63 ns as a float: would wrap
 		{"9223372036", 9223372036 * time.Second, true},
 		{"10 s", 0, false},
+		{"0.0000000001", 0, false}, // 0.1 ns: would pass as 0
+		{"-0.0000000001", 0, false},
+		{"0.000000001", time.Nanosecond, true},
 	} {
 		var d time.Duration
 		err := (*durationValue)(&d).Set(tc.in)
