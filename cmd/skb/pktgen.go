@@ -260,6 +260,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		if err := checkDst("dst", f, spec, src, dst); err != nil {
 			return fmt.Errorf("pktgen: %w", err)
 		}
+		if sendsToSelf(src, dst, o.flows) {
+			return fmt.Errorf("pktgen: --src %v is a destination of --dst %v (flows to ports %d-%d): pktgen would send to its own socket", src, dst, dst.Port(), int(dst.Port())+o.flows-1)
+		}
 		ucfg := udp.Config{Config: ncfg, Local: src, GSO: o.gso, SndBuf: pktgenSndBuf}
 		if o.flows == 1 {
 			// One destination: connected, the kernel keeps its route.
@@ -371,6 +374,19 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: %w", p.err())
 	}
 	return sc.interrupted("pktgen")
+}
+
+// sendsToSelf reports whether a socket bound to src would be among the
+// destinations of flows flows from dst: its port one of dst's flows' ports,
+// and its address dst's, or the unspecified address while dst is a
+// loopback one.
+func sendsToSelf(src, dst netip.AddrPort, flows int) bool {
+	p := int(src.Port())
+	if p == 0 || p < int(dst.Port()) || p >= int(dst.Port())+flows {
+		return false
+	}
+	a, d := src.Addr().Unmap(), dst.Addr().Unmap()
+	return a == d || a.IsUnspecified() && d.IsLoopback()
 }
 
 // fragmentWarning returns the warning for a UDP pktgen whose largest

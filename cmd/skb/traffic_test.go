@@ -667,6 +667,8 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--src", heldAddr, "-n", "1"}, "skb: pktgen: --src " + heldAddr + " is in use by another socket\n"},
 		{[]string{"pingpong", "--src", heldAddr, "-n", "1"}, "skb: pingpong: --src " + heldAddr + " is in use by another socket\n"},
 		{[]string{"sink", "--listen", heldAddr}, "skb: sink: --listen " + heldAddr + " is in use by another socket\n"},
+		{[]string{"pktgen", "--src", "127.0.0.1:9000", "-n", "1"}, "skb: pktgen: --src 127.0.0.1:9000 is a destination of --dst 127.0.0.1:9000 (flows to ports 9000-9000): pktgen would send to its own socket\n"},
+		{[]string{"pktgen", "--src", "0.0.0.0:9002", "--dst", "127.0.0.1:9000", "-f", "4", "-n", "1"}, "pktgen would send to its own socket"},
 		{[]string{"sink", "--listen", flowsFrom, "-f", "3"}, fmt.Sprintf("skb: sink: --listen %s --flows 3: port %d, flow 2's, is in use by another socket\n", flowsFrom, heldPort)},
 		{[]string{"pingpong", "--server", "--listen", heldAddr}, "skb: pingpong: --listen " + heldAddr + " is in use by another socket\n"},
 		{[]string{"pktgen", "--dev", "afpacket:lo"}, "skb: pktgen: --dev afpacket:lo needs --dst (an address on the link)\n"},
@@ -1175,6 +1177,29 @@ func TestResultWriteError(t *testing.T) {
 		want := "skb: " + args[0] + ": write /dev/stdout: no space left on device\n"
 		if err == nil || errOut.String() != want {
 			t.Errorf("%v to /dev/full: %v, stderr %q; want a failure and %q", args, err, errOut.String(), want)
+		}
+	}
+}
+
+func TestSendsToSelf(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	for _, tc := range []struct {
+		src, dst string
+		flows    int
+		want     bool
+	}{
+		{"127.0.0.1:9000", "127.0.0.1:9000", 1, true},
+		{"127.0.0.1:9003", "127.0.0.1:9000", 4, true},
+		{"127.0.0.1:9004", "127.0.0.1:9000", 4, false},
+		{"127.0.0.1:8999", "127.0.0.1:9000", 4, false},
+		{"0.0.0.0:9000", "127.0.0.1:9000", 1, true},
+		{"0.0.0.0:0", "127.0.0.1:9000", 1, false},
+		{"127.0.0.2:9000", "127.0.0.1:9000", 1, false},
+		{"[::]:9000", "[::1]:9000", 1, true},
+		{"0.0.0.0:9000", "198.18.0.2:9000", 1, false},
+	} {
+		if got := sendsToSelf(ap(tc.src), ap(tc.dst), tc.flows); got != tc.want {
+			t.Errorf("sendsToSelf(%s, %s, %d) = %v, want %v", tc.src, tc.dst, tc.flows, got, tc.want)
 		}
 	}
 }
