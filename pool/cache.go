@@ -379,7 +379,9 @@ func (c *Cache) drain(i int) {
 // skb's AddRxFrag or drops it with Put. A size of 0 gives an empty fragment.
 // It returns ErrTooBig when size exceeds the page size and ErrExhausted when
 // pages are bounded and none is free. It panics on a negative size and on a
-// closed cache, as Alloc does.
+// closed cache, as Alloc does. The cache holds a reference of its own on the
+// page it carves from; a Put beyond the references its fragments' holders
+// took, which would drop that one, panics at that Put (see RecyclePage).
 func (c *Cache) AllocFrag(size int) (*skb.Page, int, error) {
 	if size < 0 {
 		c.checkOpen()
@@ -393,10 +395,11 @@ func (c *Cache) AllocFrag(size int) (*skb.Page, int, error) {
 	if f.page == nil || f.off+size > f.page.Len() {
 		c.checkOpen() // a closed cache holds no page
 		if f.page != nil {
+			c.p.pages.endCarve(f.page)
 			f.page.Put()
 			f.page = nil
 		}
-		pg, err := c.p.pages.get()
+		pg, err := c.p.pages.carve()
 		if err != nil {
 			return nil, 0, err
 		}
@@ -427,6 +430,7 @@ func (c *Cache) Close() {
 	clear(c.hdrs)
 	c.hdrs = c.hdrs[:0]
 	if c.frag.page != nil {
+		c.p.pages.endCarve(c.frag.page)
 		c.frag.page.Put()
 		c.frag.page = nil
 	}

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/skbdev/skb/skb"
@@ -56,6 +57,11 @@ type pageDepot struct {
 	pages     int
 	st        sharedCounters
 	exhausted uint64
+	// carving holds the pages caches carve fragments from (AllocFrag),
+	// on each of which the cache holds a reference: one of them coming
+	// back to the depot means a Put too many, and the cache would go on
+	// handing out fragments of a page another cache may take.
+	carving map[*skb.Page]struct{}
 }
 
 func (d *pageDepot) init(p *Pool) { d.p = p }
@@ -67,7 +73,21 @@ func (d *pageDepot) pagesPerArena() int { return max(4, hugePageSize/d.p.cfg.Pag
 // when none is free. It returns ErrClosed once the pool is closed: the check
 // is made under d.mu, which unmapAll takes after Close marks the pool shut, so
 // no arena is mapped after the depot's arenas were unmapped.
-func (d *pageDepot) get() (*skb.Page, error) {
+func (d *pageDepot) get() (*skb.Page, error) { return d.take(false) }
+
+// carve is get for a cache's page-frag allocator: the page is marked as
+// carved from until endCarve.
+func (d *pageDepot) carve() (*skb.Page, error) { return d.take(true) }
+
+// endCarve unmarks pg, which the cache carves no more; the cache then drops
+// its reference.
+func (d *pageDepot) endCarve(pg *skb.Page) {
+	d.mu.Lock()
+	delete(d.carving, pg)
+	d.mu.Unlock()
+}
+
+func (d *pageDepot) take(carve bool) (*skb.Page, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.p.shut.Load() {
@@ -100,14 +120,29 @@ func (d *pageDepot) get() (*skb.Page, error) {
 	d.free = d.free[:len(d.free)-1]
 	pg.ResetRefs()
 	d.st.allocs.Add(1)
+	if carve {
+		if d.carving == nil {
+			d.carving = make(map[*skb.Page]struct{})
+		}
+		d.carving[pg] = struct{}{}
+	}
 	return pg, nil
 }
 
 // RecyclePage takes back a page whose last reference was dropped
-// (skb.PageRecycler). Safe for concurrent use.
+// (skb.PageRecycler). Safe for concurrent use. It panics, naming the page,
+// when a cache still carves fragments from pg: its last reference was the
+// cache's own, so some holder of a fragment called Put once too often (the
+// stack of the panic is that Put's). The page then keeps the cache's
+// reference, as before that Put.
 func (p *Pool) RecyclePage(pg *skb.Page) {
 	d := &p.pages
 	d.mu.Lock()
+	if _, ok := d.carving[pg]; ok {
+		pg.ResetRefs() // the cache's reference, which the Put took
+		d.mu.Unlock()
+		panic(fmt.Sprintf("pool: page %#x freed while a cache still carves fragments from it: one Put more than the references taken (AllocFrag gives one, Get one more)", pg.Addr()))
+	}
 	d.free = append(d.free, pg)
 	d.st.frees.Add(1)
 	d.mu.Unlock()
@@ -126,6 +161,6 @@ func (d *pageDepot) unmapAll() error {
 	for _, a := range d.arenas {
 		errs = append(errs, a.unmap())
 	}
-	d.arenas, d.free = nil, nil
+	d.arenas, d.free, d.carving = nil, nil, nil
 	return errors.Join(errs...)
 }

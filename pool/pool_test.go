@@ -311,6 +311,46 @@ func TestFrags(t *testing.T) {
 	}
 }
 
+// TestFragPutTooMany checks that a Put more than the references a
+// fragment's holder took panics at that Put, naming the page, while its
+// cache still carves from the page: unchecked, the page would go back to
+// the depot, and the cache and the next to take it would hand out the
+// same bytes twice.
+func TestFragPutTooMany(t *testing.T) {
+	p := newPool(t, pool.Config{PageSize: 4096})
+	c1, c2 := p.NewCache(), p.NewCache()
+	pg, _, err := c1.AllocFrag(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pg.Refs() != 2 {
+		t.Fatalf("refs %d, want 2: the cache's and the caller's", pg.Refs())
+	}
+	pg.Put()
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "freed while a cache still carves fragments from it") {
+				t.Errorf("a second Put recovered %v", r)
+			}
+		}()
+		pg.Put()
+	}()
+	// The page was not recycled: c2 gets another.
+	q, _, err := c2.AllocFrag(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q == pg {
+		t.Error("c2 took the page c1 still carves from")
+	}
+	q.Put()
+	if pg.Refs() != 1 {
+		t.Errorf("refs %d after the refused Put, want 1: the cache's", pg.Refs())
+	}
+	c1.Close()
+	c2.Close()
+}
+
 func TestLeakReport(t *testing.T) {
 	p, err := pool.New(pool.Config{Name: "leaky", Debug: true})
 	if err != nil {
