@@ -314,17 +314,27 @@ func (b *Buff) Len() int {
 }
 
 // DataLen returns the length of the paged part (frags and frag list) in bytes.
-func (b *Buff) DataLen() int { return int(b.m.dataLen) }
+func (b *Buff) DataLen() int {
+	b.checkLive()
+	return int(b.m.dataLen)
+}
 
 // HeadLen returns the length of the linear data in bytes (skb_headlen).
-func (b *Buff) HeadLen() int { return int(b.tail - b.data) }
+func (b *Buff) HeadLen() int {
+	b.checkLive()
+	return int(b.tail - b.data)
+}
 
 // Headroom returns the free bytes between head and data (skb_headroom).
-func (b *Buff) Headroom() int { return int(b.data) }
+func (b *Buff) Headroom() int {
+	b.checkLive()
+	return int(b.data)
+}
 
 // Tailroom returns the free bytes between tail and end; zero for a nonlinear
 // buffer, where Put is not allowed (skb_tailroom).
 func (b *Buff) Tailroom() int {
+	b.checkLive()
 	if b.m.dataLen != 0 {
 		return 0
 	}
@@ -332,19 +342,29 @@ func (b *Buff) Tailroom() int {
 }
 
 // End returns the size of the data block in bytes (skb_end_offset).
-func (b *Buff) End() int { return int(b.end) }
+func (b *Buff) End() int {
+	b.checkLive()
+	return int(b.end)
+}
 
 // IsNonlinear reports whether b has a paged part (skb_is_nonlinear).
-func (b *Buff) IsNonlinear() bool { return b.m.dataLen != 0 }
+func (b *Buff) IsNonlinear() bool {
+	b.checkLive()
+	return b.m.dataLen != 0
+}
 
 // Cloned reports whether b's data is shared with another buffer (skb_cloned).
 // A cloned buffer must not be written: call Unshare or CowHead first.
 func (b *Buff) Cloned() bool {
+	b.checkLive()
 	return b.state == stateCloned && atomic.LoadInt32(&b.shinfo.dataref) != 1
 }
 
 // Dataref returns the number of buffers sharing b's data block.
-func (b *Buff) Dataref() int { return int(atomic.LoadInt32(&b.shinfo.dataref)) }
+func (b *Buff) Dataref() int {
+	b.checkLive()
+	return int(atomic.LoadInt32(&b.shinfo.dataref))
+}
 
 // HeadAddr returns the offset of b's head in the allocator's arena: the
 // address an AF_XDP UMEM or DMA engine knows the block by. The data starts at
@@ -370,7 +390,10 @@ func (b *Buff) Head() []byte {
 // Next returns the buffer after b in a frag list, or nil. The returned buffer
 // belongs to the shared info of the buffer whose frag list it is in: the
 // caller must not free or change it.
-func (b *Buff) Next() *Buff { return b.next }
+func (b *Buff) Next() *Buff {
+	b.checkLive()
+	return b.next
+}
 
 // Reserve moves data and tail n bytes forward on an empty buffer, making n
 // more bytes of headroom (skb_reserve); a negative n gives headroom back, as
@@ -395,7 +418,10 @@ const CBSize = 48
 // tunnel its peer), as skb->cb is. It is not cleared at allocation; Clone and
 // the copies copy it. The returned array is part of b and is valid until b is
 // freed.
-func (b *Buff) CB() *[CBSize]byte { return &b.cb }
+func (b *Buff) CB() *[CBSize]byte {
+	b.checkLive()
+	return &b.cb
+}
 
 // Put extends the linear data by n bytes at the tail and returns them
 // (skb_put). The returned slice aliases b and is valid until b is changed,

@@ -6,10 +6,14 @@ import (
 )
 
 // NrFrags returns the number of page fragments (nr_frags).
-func (b *Buff) NrFrags() int { return int(b.shinfo.hot.nrFrags) }
+func (b *Buff) NrFrags() int {
+	b.checkLive()
+	return int(b.shinfo.hot.nrFrags)
+}
 
 // Frag returns page fragment i. It panics if i is not below NrFrags.
 func (b *Buff) Frag(i int) Frag {
+	b.checkLive()
 	if uint(i) >= uint(b.shinfo.hot.nrFrags) {
 		panic(fmt.Sprintf("skb: frag %d of %d", i, b.shinfo.hot.nrFrags))
 	}
@@ -19,7 +23,10 @@ func (b *Buff) Frag(i int) Frag {
 // Frags returns the page fragments in order. The returned slice aliases b's
 // shared info and is valid until b is changed, unshared or freed; it must not
 // be modified.
-func (b *Buff) Frags() []Frag { return b.shinfo.frags[:b.shinfo.hot.nrFrags] }
+func (b *Buff) Frags() []Frag {
+	b.checkLive()
+	return b.shinfo.frags[:b.shinfo.hot.nrFrags]
+}
 
 // AddRxFrag appends size bytes at offset off of page p as the next page
 // fragment (skb_add_rx_frag) and adds them to Len and DataLen. The frags come
@@ -30,6 +37,7 @@ func (b *Buff) Frags() []Frag { return b.shinfo.frags[:b.shinfo.hot.nrFrags] }
 // already has MaxFrags fragments, if the range is outside p, if the packet
 // would grow past 4 GiB, or if b's data is shared.
 func (b *Buff) AddRxFrag(p *Page, off, size int) {
+	b.checkLive()
 	if p == nil {
 		panic(fmt.Sprintf("skb: frag off %d size %d of a nil page", off, size))
 	}
@@ -53,7 +61,10 @@ func (b *Buff) AddRxFrag(p *Page, off, size int) {
 
 // FragList returns the first buffer of the frag list, or nil; Next walks it.
 // The members belong to b's shared info: they must not be freed or changed.
-func (b *Buff) FragList() *Buff { return b.shinfo.fragList }
+func (b *Buff) FragList() *Buff {
+	b.checkLive()
+	return b.shinfo.fragList
+}
 
 // AddFragList appends c, and any buffers chained after it, to the end of b's
 // frag list (skb_shinfo(skb)->frag_list) and adds their length to Len and
@@ -61,6 +72,7 @@ func (b *Buff) FragList() *Buff { return b.shinfo.fragList }
 // if c is nil, freed, b, or already on b's frag list (a list that would loop),
 // or if the packet would grow past 4 GiB.
 func (b *Buff) AddFragList(c *Buff) {
+	b.checkLive()
 	if c == nil {
 		panic("skb: nil buffer added to a frag list")
 	}

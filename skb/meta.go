@@ -26,29 +26,45 @@ func (b *Buff) headerOffset(h uint32) int { return int(h) - 1 - int(b.data) }
 
 // ResetMacHeader marks the start of the data as the mac (L2) header
 // (skb_reset_mac_header).
-func (b *Buff) ResetMacHeader() { b.m.macHeader = b.data + 1 }
+func (b *Buff) ResetMacHeader() {
+	b.checkLive()
+	b.m.macHeader = b.data + 1
+}
 
 // SetMacHeader marks the mac header off bytes after the start of the data; off
 // may be negative (skb_set_mac_header). It panics outside the block.
-func (b *Buff) SetMacHeader(off int) { b.setHeader(&b.m.macHeader, off) }
+func (b *Buff) SetMacHeader(off int) {
+	b.checkLive()
+	b.setHeader(&b.m.macHeader, off)
+}
 
 // MacHeaderWasSet reports whether a mac header offset is set
 // (skb_mac_header_was_set).
-func (b *Buff) MacHeaderWasSet() bool { return b.m.macHeader != 0 }
+func (b *Buff) MacHeaderWasSet() bool {
+	b.checkLive()
+	return b.m.macHeader != 0
+}
 
 // MacOffset returns the mac header's offset from the start of the data, in
 // bytes, negative once the header was pulled (skb_mac_offset). It is
 // meaningless when MacHeaderWasSet is false.
-func (b *Buff) MacOffset() int { return b.headerOffset(b.m.macHeader) }
+func (b *Buff) MacOffset() int {
+	b.checkLive()
+	return b.headerOffset(b.m.macHeader)
+}
 
 // MacHeader returns the linear bytes from the mac header to the tail, or nil
 // when it is unset or past the tail. The slice aliases b and is valid until b
 // is changed, unshared or freed.
-func (b *Buff) MacHeader() []byte { return b.headerBytes(b.m.macHeader) }
+func (b *Buff) MacHeader() []byte {
+	b.checkLive()
+	return b.headerBytes(b.m.macHeader)
+}
 
 // MacLen returns the bytes from the mac header to the network header
 // (skb_mac_header_len), 0 when either is unset.
 func (b *Buff) MacLen() int {
+	b.checkLive()
 	if b.m.macHeader == 0 || b.m.netHeader == 0 {
 		return 0
 	}
@@ -57,65 +73,108 @@ func (b *Buff) MacLen() int {
 
 // ResetNetworkHeader marks the start of the data as the network (L3) header
 // (skb_reset_network_header).
-func (b *Buff) ResetNetworkHeader() { b.m.netHeader = b.data + 1 }
+func (b *Buff) ResetNetworkHeader() {
+	b.checkLive()
+	b.m.netHeader = b.data + 1
+}
 
 // SetNetworkHeader marks the network header off bytes after the start of the
 // data (skb_set_network_header). It panics outside the block.
-func (b *Buff) SetNetworkHeader(off int) { b.setHeader(&b.m.netHeader, off) }
+func (b *Buff) SetNetworkHeader(off int) {
+	b.checkLive()
+	b.setHeader(&b.m.netHeader, off)
+}
 
 // NetworkHeaderWasSet reports whether a network header offset is set.
-func (b *Buff) NetworkHeaderWasSet() bool { return b.m.netHeader != 0 }
+func (b *Buff) NetworkHeaderWasSet() bool {
+	b.checkLive()
+	return b.m.netHeader != 0
+}
 
 // NetworkOffset returns the network header's offset from the start of the
 // data, in bytes (skb_network_offset).
-func (b *Buff) NetworkOffset() int { return b.headerOffset(b.m.netHeader) }
+func (b *Buff) NetworkOffset() int {
+	b.checkLive()
+	return b.headerOffset(b.m.netHeader)
+}
 
 // NetworkHeader returns the linear bytes from the network header to the tail,
 // or nil when it is unset. The slice aliases b and is valid until b is
 // changed, unshared or freed.
-func (b *Buff) NetworkHeader() []byte { return b.headerBytes(b.m.netHeader) }
+func (b *Buff) NetworkHeader() []byte {
+	b.checkLive()
+	return b.headerBytes(b.m.netHeader)
+}
 
 // ResetTransportHeader marks the start of the data as the transport (L4)
 // header (skb_reset_transport_header).
-func (b *Buff) ResetTransportHeader() { b.m.transHeader = b.data + 1 }
+func (b *Buff) ResetTransportHeader() {
+	b.checkLive()
+	b.m.transHeader = b.data + 1
+}
 
 // SetTransportHeader marks the transport header off bytes after the start of
 // the data (skb_set_transport_header). It panics outside the block.
-func (b *Buff) SetTransportHeader(off int) { b.setHeader(&b.m.transHeader, off) }
+func (b *Buff) SetTransportHeader(off int) {
+	b.checkLive()
+	b.setHeader(&b.m.transHeader, off)
+}
 
 // TransportHeaderWasSet reports whether a transport header offset is set
 // (skb_transport_header_was_set).
-func (b *Buff) TransportHeaderWasSet() bool { return b.m.transHeader != 0 }
+func (b *Buff) TransportHeaderWasSet() bool {
+	b.checkLive()
+	return b.m.transHeader != 0
+}
 
 // TransportOffset returns the transport header's offset from the start of the
 // data, in bytes (skb_transport_offset).
-func (b *Buff) TransportOffset() int { return b.headerOffset(b.m.transHeader) }
+func (b *Buff) TransportOffset() int {
+	b.checkLive()
+	return b.headerOffset(b.m.transHeader)
+}
 
 // TransportHeader returns the linear bytes from the transport header to the
 // tail, or nil when it is unset. The slice aliases b and is valid until b is
 // changed, unshared or freed.
-func (b *Buff) TransportHeader() []byte { return b.headerBytes(b.m.transHeader) }
+func (b *Buff) TransportHeader() []byte {
+	b.checkLive()
+	return b.headerBytes(b.m.transHeader)
+}
 
 // IPSummed returns the checksum state (ip_summed).
-func (b *Buff) IPSummed() CsumState { return b.m.ipSummed }
+func (b *Buff) IPSummed() CsumState {
+	b.checkLive()
+	return b.m.ipSummed
+}
 
 // SetChecksumNone sets the state to ChecksumNone.
-func (b *Buff) SetChecksumNone() { b.m.ipSummed = ChecksumNone }
+func (b *Buff) SetChecksumNone() {
+	b.checkLive()
+	b.m.ipSummed = ChecksumNone
+}
 
 // SetChecksumUnnecessary records that the checksum was verified
 // (CHECKSUM_UNNECESSARY).
-func (b *Buff) SetChecksumUnnecessary() { b.m.ipSummed = ChecksumUnnecessary }
+func (b *Buff) SetChecksumUnnecessary() {
+	b.checkLive()
+	b.m.ipSummed = ChecksumUnnecessary
+}
 
 // SetChecksumComplete records sum, the 32-bit ones' complement sum (not folded,
 // not inverted) of the bytes from the start of the data to the end
 // (CHECKSUM_COMPLETE).
 func (b *Buff) SetChecksumComplete(sum uint32) {
+	b.checkLive()
 	b.m.ipSummed = ChecksumComplete
 	b.m.csum = sum
 }
 
 // Csum returns the sum recorded by SetChecksumComplete.
-func (b *Buff) Csum() uint32 { return b.m.csum }
+func (b *Buff) Csum() uint32 {
+	b.checkLive()
+	return b.m.csum
+}
 
 // SetChecksumPartial asks for the checksum of the bytes from start (relative to
 // the data) to the end to be stored at start+offset (CHECKSUM_PARTIAL,
@@ -123,6 +182,7 @@ func (b *Buff) Csum() uint32 { return b.m.csum }
 // returns ErrRange otherwise, since both numbers may come from the wire
 // (virtio_net_hdr csum_start and csum_offset).
 func (b *Buff) SetChecksumPartial(start, offset int) error {
+	b.checkLive()
 	hl := b.HeadLen()
 	if start < 0 || offset < 0 || start > hl-2 || start+offset > hl-2 || offset > 0xffff {
 		return ErrRange
@@ -135,46 +195,80 @@ func (b *Buff) SetChecksumPartial(start, offset int) error {
 
 // CsumStart returns where checksumming starts, relative to the data
 // (skb_checksum_start_offset). Meaningful for ChecksumPartial.
-func (b *Buff) CsumStart() int { return int(b.m.csumStart) - int(b.data) }
+func (b *Buff) CsumStart() int {
+	b.checkLive()
+	return int(b.m.csumStart) - int(b.data)
+}
 
 // CsumOffset returns where, from CsumStart, the checksum is stored.
 // Meaningful for ChecksumPartial.
-func (b *Buff) CsumOffset() int { return int(b.m.csumOffset) }
+func (b *Buff) CsumOffset() int {
+	b.checkLive()
+	return int(b.m.csumOffset)
+}
 
 // Protocol returns the packet's EtherType in host byte order (skb->protocol,
 // which the kernel keeps in network order), e.g. 0x0800 for IPv4.
-func (b *Buff) Protocol() uint16 { return b.m.protocol }
+func (b *Buff) Protocol() uint16 {
+	b.checkLive()
+	return b.m.protocol
+}
 
 // SetProtocol sets the EtherType, in host byte order.
-func (b *Buff) SetProtocol(p uint16) { b.m.protocol = p }
+func (b *Buff) SetProtocol(p uint16) {
+	b.checkLive()
+	b.m.protocol = p
+}
 
 // Priority returns the queueing priority (skb->priority, SO_PRIORITY).
-func (b *Buff) Priority() uint32 { return b.m.priority }
+func (b *Buff) Priority() uint32 {
+	b.checkLive()
+	return b.m.priority
+}
 
 // SetPriority sets the queueing priority.
-func (b *Buff) SetPriority(p uint32) { b.m.priority = p }
+func (b *Buff) SetPriority(p uint32) {
+	b.checkLive()
+	b.m.priority = p
+}
 
 // Mark returns the packet mark (skb->mark, SO_MARK).
-func (b *Buff) Mark() uint32 { return b.m.mark }
+func (b *Buff) Mark() uint32 {
+	b.checkLive()
+	return b.m.mark
+}
 
 // SetMark sets the packet mark.
-func (b *Buff) SetMark(m uint32) { b.m.mark = m }
+func (b *Buff) SetMark(m uint32) {
+	b.checkLive()
+	b.m.mark = m
+}
 
 // Hash returns the flow hash and whether it covers the L4 ports (skb->hash,
 // skb->l4_hash).
-func (b *Buff) Hash() (hash uint32, l4 bool) { return b.m.hash, b.m.l4Hash }
+func (b *Buff) Hash() (hash uint32, l4 bool) {
+	b.checkLive()
+	return b.m.hash, b.m.l4Hash
+}
 
 // SetHash sets the flow hash; l4 says it covers the transport ports
 // (skb_set_hash).
-func (b *Buff) SetHash(hash uint32, l4 bool) { b.m.hash, b.m.l4Hash = hash, l4 }
+func (b *Buff) SetHash(hash uint32, l4 bool) {
+	b.checkLive()
+	b.m.hash, b.m.l4Hash = hash, l4
+}
 
 // QueueMapping returns the device queue the buffer was received on or will be
 // sent on (skb_get_queue_mapping).
-func (b *Buff) QueueMapping() int { return int(b.m.queueMapping) }
+func (b *Buff) QueueMapping() int {
+	b.checkLive()
+	return int(b.m.queueMapping)
+}
 
 // SetQueueMapping sets the device queue (skb_set_queue_mapping). It panics if
 // q does not fit in 16 bits.
 func (b *Buff) SetQueueMapping(q int) {
+	b.checkLive()
 	if q < 0 || q > 0xffff {
 		panic(fmt.Sprintf("skb: queue mapping %d out of range", q))
 	}
@@ -183,28 +277,47 @@ func (b *Buff) SetQueueMapping(q int) {
 
 // Tstamp returns the receive timestamp in nanoseconds since the Unix epoch
 // (CLOCK_REALTIME, as SO_TIMESTAMPNS reports it), 0 when unset.
-func (b *Buff) Tstamp() int64 { return b.m.tstamp }
+func (b *Buff) Tstamp() int64 {
+	b.checkLive()
+	return b.m.tstamp
+}
 
 // SetTstamp sets the receive timestamp, in nanoseconds since the Unix epoch.
-func (b *Buff) SetTstamp(ns int64) { b.m.tstamp = ns }
+func (b *Buff) SetTstamp(ns int64) {
+	b.checkLive()
+	b.m.tstamp = ns
+}
 
 // GSOSize returns the payload bytes per segment of a GSO buffer, 0 for a
 // buffer that is one packet (gso_size).
-func (b *Buff) GSOSize() int { return int(b.shinfo.hot.gsoSize) }
+func (b *Buff) GSOSize() int {
+	b.checkLive()
+	return int(b.shinfo.hot.gsoSize)
+}
 
 // GSOSegs returns the number of segments of a GSO buffer (gso_segs).
-func (b *Buff) GSOSegs() int { return int(b.shinfo.hot.gsoSegs) }
+func (b *Buff) GSOSegs() int {
+	b.checkLive()
+	return int(b.shinfo.hot.gsoSegs)
+}
 
 // GSOType returns what segmentation a GSO buffer needs (gso_type).
-func (b *Buff) GSOType() GSOType { return b.shinfo.hot.gsoType }
+func (b *Buff) GSOType() GSOType {
+	b.checkLive()
+	return b.shinfo.hot.gsoType
+}
 
 // IsGSO reports whether b is a GSO buffer (skb_is_gso).
-func (b *Buff) IsGSO() bool { return b.shinfo.hot.gsoSize != 0 }
+func (b *Buff) IsGSO() bool {
+	b.checkLive()
+	return b.shinfo.hot.gsoSize != 0
+}
 
 // SetGSO sets the GSO parameters in the shared info: size payload bytes per
 // segment, segs segments, of type t; size 0 clears them. It panics if a value
 // does not fit in 16 bits or b's data is shared.
 func (b *Buff) SetGSO(size, segs int, t GSOType) {
+	b.checkLive()
 	if size < 0 || size > 0xffff || segs < 0 || segs > 0xffff {
 		panic(fmt.Sprintf("skb: gso_size %d gso_segs %d out of range", size, segs))
 	}
@@ -221,6 +334,7 @@ func (b *Buff) SetGSO(size, segs int, t GSOType) {
 // buffer when the device is done with it). It panics on a cloned buffer,
 // whose shared info the clones share, as SetGSO does.
 func (b *Buff) SetDestructor(fn func(*Buff)) {
+	b.checkLive()
 	b.writableShinfo("set destructor")
 	b.shinfo.destructor = fn
 	if fn != nil {

@@ -87,6 +87,7 @@ func (b *Buff) CloneInto(n *Buff) {
 // pass it on to a function that takes ownership. Copy returns the allocator's
 // error (ErrTooBig when no block is large enough); nothing is allocated then.
 func (b *Buff) Copy(a Allocator) (*Buff, error) {
+	b.checkLive()
 	return b.CopyExpand(a, b.Headroom(), int(b.end-b.tail))
 }
 
