@@ -345,6 +345,11 @@ func (c *Cache) popHdr() *skb.Buff {
 // test c.closed.
 func (c *Cache) checkOpen() {
 	if c.closed {
+		if c.p.shut.Load() {
+			// Pool.Close closes every cache: most often a device still
+			// open on a pool closed before it.
+			panic(fmt.Sprintf("pool: allocation from a closed cache: its pool %q was closed while the cache was in use (close the devices that allocate from a pool before the pool)", c.p.cfg.Name))
+		}
 		panic("pool: allocation from a closed cache")
 	}
 }

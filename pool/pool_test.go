@@ -766,3 +766,25 @@ func TestNilAndBadIndex(t *testing.T) {
 		t.Errorf("in flight: %v", st)
 	}
 }
+
+// TestAllocAfterPoolClose checks that a cache closed by its pool's Close
+// says so when allocated from, naming the pool: the usual cause is a
+// device left open on a pool closed before it.
+func TestAllocAfterPoolClose(t *testing.T) {
+	p, err := pool.New(pool.Config{Name: "closed early"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewCache()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if r := fmt.Sprint(recover()); !strings.Contains(r, `its pool "closed early" was closed while the cache was in use`) {
+				t.Errorf("allocation after Pool.Close recovered %q", r)
+			}
+		}()
+		c.Alloc(10)
+	}()
+}

@@ -23,7 +23,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer p.Close() // runs last: the devices give their buffers back first
+	defer func() { // runs last: the devices give their buffers back first
+		if err := p.Close(); err != nil { // ErrLeak names buffers never freed
+			log.Print(err)
+		}
+	}()
 
 	rx, err := udp.Open(udp.Config{
 		Config: netdev.Config{Pool: p},
