@@ -96,7 +96,9 @@ type Config struct {
 	// pool, closed with the device.
 	Pool *pool.Pool
 	// Headroom is reserved in every receive buffer, in bytes; 0 means
-	// DefaultHeadroom and NoHeadroom means none.
+	// DefaultHeadroom and NoHeadroom means none. A driver may keep more:
+	// driver/memring never gives less than its pool reserves (128 bytes
+	// with the default pool), while driver/udp gives exactly this.
 	Headroom int
 	// Copybreak is the receive copybreak threshold in bytes: 0 means
 	// DefaultCopybreak, CopybreakOff turns it off.

@@ -8,7 +8,10 @@ import "fmt"
 type ClassStats struct {
 	// Size is the block size in bytes (0 for headers).
 	Size int
-	// Blocks is how many blocks (headers, pages) exist, free or not.
+	// Blocks is how many blocks (headers, pages) exist, free or not. For
+	// Headers it counts the spare headers clones take (made 256 at a
+	// time): a block's own header is made with the block, and counts in
+	// its class's Blocks.
 	Blocks int
 	// InFlight is Allocs minus Frees: blocks handed out and not yet back.
 	InFlight int64

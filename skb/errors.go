@@ -3,13 +3,11 @@ package skb
 import "errors"
 
 var (
-	// ErrRange is returned by CopyBits and PskbTrim when the requested byte range
-	// does not lie inside the buffer (the kernel's skb_copy_bits returns -EFAULT).
+	// ErrRange is returned when a byte range given does not lie inside the
+	// buffer: by CopyBits (the kernel's skb_copy_bits returns -EFAULT),
+	// PskbMayPull for more bytes than the buffer holds, and
+	// SetChecksumPartial for a checksum field outside the linear data.
 	ErrRange = errors.New("skb: byte range outside the buffer")
-
-	// ErrTooManyFrags is returned when an operation would need more than MaxFrags
-	// page fragments.
-	ErrTooManyFrags = errors.New("skb: too many page fragments")
 
 	// ErrTooBig is returned by allocators when no size class holds the requested
 	// number of bytes, and by the operations that reallocate (ExpandHead,

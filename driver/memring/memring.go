@@ -30,7 +30,8 @@ type Config struct {
 	// Config holds the settings every driver takes. Pool nil makes NewPair
 	// create a pool for the pair, closed when both devices are. Batch is the
 	// depth of each transmit ring; Headroom is reserved in every receive
-	// buffer; Copybreak applies to Poll.
+	// buffer, and never less than the pool's own headroom (NoHeadroom, or
+	// a smaller value, leaves the pool's); Copybreak applies to Poll.
 	netdev.Config
 
 	// RingSize is the number of descriptors in each receive ring: how many
