@@ -611,7 +611,7 @@ func (d *Device) SetDst(dst netip.AddrPort) error {
 		d.dstLen = mmsg.PutSockaddr(d.dst[:], d.family, dst)
 	}
 	if d.dstLen == 0 {
-		return fmt.Errorf("udp: set destination %v: %w", dst, ErrNoDestination)
+		return fmt.Errorf("udp: set destination: %v: %w", dst, ErrNoDestination)
 	}
 	return nil
 }
