@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,8 +99,8 @@ func TestConfigErrors(t *testing.T) {
 	} {
 		cfg.Pool = p
 		a, b, err := memring.NewPair(cfg)
-		if !errors.Is(err, memring.ErrConfig) || a != nil || b != nil {
-			t.Errorf("NewPair(RingSize %d, RxBufSize %d, DoorbellCost %v) = %v, %v, %v; want ErrConfig",
+		if !errors.Is(err, memring.ErrConfig) || a != nil || b != nil || !strings.HasPrefix(err.Error(), "memring: new pair: invalid config: ") {
+			t.Errorf("NewPair(RingSize %d, RxBufSize %d, DoorbellCost %v) = %v, %v, %v; want ErrConfig, \"memring: new pair: invalid config: \"",
 				cfg.RingSize, cfg.RxBufSize, cfg.DoorbellCost, a, b, err)
 		}
 	}

@@ -23,3 +23,10 @@ var (
 	errWaitTime   = fmt.Errorf("memring: wait: %w", netdev.ErrTimeout)
 	errCloseAgain = fmt.Errorf("memring: close: %w", netdev.ErrClosed)
 )
+
+// configErrorf returns an error wrapping ErrConfig (and netdev.ErrConfig)
+// whose message is "invalid config: " and the formatted text, for NewPair
+// to prefix with its operation.
+func configErrorf(format string, a ...any) error {
+	return netdev.ConfigError(ErrConfig, fmt.Errorf("invalid config: "+format, a...))
+}

@@ -72,13 +72,13 @@ func (cfg *Config) check() error {
 	}
 	switch {
 	case cfg.RingSize < 1 || cfg.RingSize > maxRingSize || cfg.RingSize&(cfg.RingSize-1) != 0:
-		return fmt.Errorf("%w: ring size %d is not a power of two from 1 to %d", ErrConfig, cfg.RingSize, maxRingSize)
+		return configErrorf("ring size %d is not a power of two from 1 to %d", cfg.RingSize, maxRingSize)
 	case cfg.RxBufSize < 0:
-		return fmt.Errorf("%w: receive buffer size %d", ErrConfig, cfg.RxBufSize)
+		return configErrorf("receive buffer size %d", cfg.RxBufSize)
 	case cfg.DoorbellCost < 0:
-		return fmt.Errorf("%w: doorbell cost %v", ErrConfig, cfg.DoorbellCost)
+		return configErrorf("doorbell cost %v", cfg.DoorbellCost)
 	case cfg.Headroom < netdev.NoHeadroom:
-		return fmt.Errorf("%w: headroom %d", ErrConfig, cfg.Headroom)
+		return configErrorf("headroom %d", cfg.Headroom)
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func NewPair(cfg Config) (a, b *Device, err error) {
 		return nil, nil, fmt.Errorf("memring: new pair: %w", netdev.ConfigError(ErrConfig, err))
 	}
 	if err := cfg.check(); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("memring: new pair: %w", err)
 	}
 	sh := &pairShared{pool: cfg.Pool}
 	if sh.pool == nil {
@@ -163,8 +163,8 @@ func NewPair(cfg Config) (a, b *Device, err error) {
 		if sh.own {
 			sh.pool.Close()
 		}
-		return nil, nil, fmt.Errorf("%w: receive buffers of %d bytes after %d bytes of headroom do not fit the pool's largest class (%d bytes after %d)",
-			ErrConfig, cfg.RxBufSize, cfg.HeadroomBytes(), sh.pool.MaxAlloc(), sh.pool.Headroom())
+		return nil, nil, fmt.Errorf("memring: new pair: %w", configErrorf("receive buffers of %d bytes after %d bytes of headroom do not fit the pool's largest class (%d bytes after %d)",
+			cfg.RxBufSize, cfg.HeadroomBytes(), sh.pool.MaxAlloc(), sh.pool.Headroom()))
 	}
 	sh.refs.Store(2)
 	a, b = newDevice(cfg, sh, extra), newDevice(cfg, sh, extra)
