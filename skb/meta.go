@@ -8,6 +8,7 @@ import "fmt"
 // kernel's skb_set_*_header and skb_*_offset do.
 
 func (b *Buff) setHeader(h *uint32, off int) {
+	b.checkLive()
 	p := int(b.data) + off
 	if p < 0 || p > int(b.end) {
 		panic(fmt.Sprintf("skb: header offset %d outside the block: %s", off, b.geometry()))
@@ -16,50 +17,57 @@ func (b *Buff) setHeader(h *uint32, off int) {
 }
 
 func (b *Buff) headerBytes(h uint32) []byte {
+	b.checkLive()
 	if h == 0 || h-1 > b.tail {
 		return nil
 	}
 	return b.head[h-1 : b.tail : b.tail]
 }
 
-func (b *Buff) headerOffset(h uint32) int { return int(h) - 1 - int(b.data) }
+func (b *Buff) headerOffset(h uint32) int {
+	b.checkLive()
+	return int(h) - 1 - int(b.data)
+}
+
+// meta returns b's metadata, for the accessors: b must be live.
+func (b *Buff) meta() *meta {
+	b.checkLive()
+	return &b.m
+}
+
+// resetHeader sets the header offset h to the start of the data.
+func (b *Buff) resetHeader(h *uint32) {
+	b.checkLive()
+	*h = b.data + 1
+}
+
+// headerSet reports whether the header offset h is set.
+func (b *Buff) headerSet(h uint32) bool {
+	b.checkLive()
+	return h != 0
+}
 
 // ResetMacHeader marks the start of the data as the mac (L2) header
 // (skb_reset_mac_header).
-func (b *Buff) ResetMacHeader() {
-	b.checkLive()
-	b.m.macHeader = b.data + 1
-}
+func (b *Buff) ResetMacHeader() { b.resetHeader(&b.m.macHeader) }
 
 // SetMacHeader marks the mac header off bytes after the start of the data; off
 // may be negative (skb_set_mac_header). It panics outside the block.
-func (b *Buff) SetMacHeader(off int) {
-	b.checkLive()
-	b.setHeader(&b.m.macHeader, off)
-}
+func (b *Buff) SetMacHeader(off int) { b.setHeader(&b.m.macHeader, off) }
 
 // MacHeaderWasSet reports whether a mac header offset is set
 // (skb_mac_header_was_set).
-func (b *Buff) MacHeaderWasSet() bool {
-	b.checkLive()
-	return b.m.macHeader != 0
-}
+func (b *Buff) MacHeaderWasSet() bool { return b.headerSet(b.m.macHeader) }
 
 // MacOffset returns the mac header's offset from the start of the data, in
 // bytes, negative once the header was pulled (skb_mac_offset). It is
 // meaningless when MacHeaderWasSet is false.
-func (b *Buff) MacOffset() int {
-	b.checkLive()
-	return b.headerOffset(b.m.macHeader)
-}
+func (b *Buff) MacOffset() int { return b.headerOffset(b.m.macHeader) }
 
 // MacHeader returns the linear bytes from the mac header to the tail, or nil
 // when it is unset or past the tail. The slice aliases b and is valid until b
 // is changed, unshared or freed.
-func (b *Buff) MacHeader() []byte {
-	b.checkLive()
-	return b.headerBytes(b.m.macHeader)
-}
+func (b *Buff) MacHeader() []byte { return b.headerBytes(b.m.macHeader) }
 
 // MacLen returns the bytes from the mac header to the network header
 // (skb_mac_header_len), 0 when either is unset.
@@ -73,93 +81,54 @@ func (b *Buff) MacLen() int {
 
 // ResetNetworkHeader marks the start of the data as the network (L3) header
 // (skb_reset_network_header).
-func (b *Buff) ResetNetworkHeader() {
-	b.checkLive()
-	b.m.netHeader = b.data + 1
-}
+func (b *Buff) ResetNetworkHeader() { b.resetHeader(&b.m.netHeader) }
 
 // SetNetworkHeader marks the network header off bytes after the start of the
 // data (skb_set_network_header). It panics outside the block.
-func (b *Buff) SetNetworkHeader(off int) {
-	b.checkLive()
-	b.setHeader(&b.m.netHeader, off)
-}
+func (b *Buff) SetNetworkHeader(off int) { b.setHeader(&b.m.netHeader, off) }
 
 // NetworkHeaderWasSet reports whether a network header offset is set.
-func (b *Buff) NetworkHeaderWasSet() bool {
-	b.checkLive()
-	return b.m.netHeader != 0
-}
+func (b *Buff) NetworkHeaderWasSet() bool { return b.headerSet(b.m.netHeader) }
 
 // NetworkOffset returns the network header's offset from the start of the
 // data, in bytes (skb_network_offset).
-func (b *Buff) NetworkOffset() int {
-	b.checkLive()
-	return b.headerOffset(b.m.netHeader)
-}
+func (b *Buff) NetworkOffset() int { return b.headerOffset(b.m.netHeader) }
 
 // NetworkHeader returns the linear bytes from the network header to the tail,
 // or nil when it is unset. The slice aliases b and is valid until b is
 // changed, unshared or freed.
-func (b *Buff) NetworkHeader() []byte {
-	b.checkLive()
-	return b.headerBytes(b.m.netHeader)
-}
+func (b *Buff) NetworkHeader() []byte { return b.headerBytes(b.m.netHeader) }
 
 // ResetTransportHeader marks the start of the data as the transport (L4)
 // header (skb_reset_transport_header).
-func (b *Buff) ResetTransportHeader() {
-	b.checkLive()
-	b.m.transHeader = b.data + 1
-}
+func (b *Buff) ResetTransportHeader() { b.resetHeader(&b.m.transHeader) }
 
 // SetTransportHeader marks the transport header off bytes after the start of
 // the data (skb_set_transport_header). It panics outside the block.
-func (b *Buff) SetTransportHeader(off int) {
-	b.checkLive()
-	b.setHeader(&b.m.transHeader, off)
-}
+func (b *Buff) SetTransportHeader(off int) { b.setHeader(&b.m.transHeader, off) }
 
 // TransportHeaderWasSet reports whether a transport header offset is set
 // (skb_transport_header_was_set).
-func (b *Buff) TransportHeaderWasSet() bool {
-	b.checkLive()
-	return b.m.transHeader != 0
-}
+func (b *Buff) TransportHeaderWasSet() bool { return b.headerSet(b.m.transHeader) }
 
 // TransportOffset returns the transport header's offset from the start of the
 // data, in bytes (skb_transport_offset).
-func (b *Buff) TransportOffset() int {
-	b.checkLive()
-	return b.headerOffset(b.m.transHeader)
-}
+func (b *Buff) TransportOffset() int { return b.headerOffset(b.m.transHeader) }
 
 // TransportHeader returns the linear bytes from the transport header to the
 // tail, or nil when it is unset. The slice aliases b and is valid until b is
 // changed, unshared or freed.
-func (b *Buff) TransportHeader() []byte {
-	b.checkLive()
-	return b.headerBytes(b.m.transHeader)
-}
+func (b *Buff) TransportHeader() []byte { return b.headerBytes(b.m.transHeader) }
 
 // IPSummed returns the checksum state (ip_summed).
-func (b *Buff) IPSummed() CsumState {
-	b.checkLive()
-	return b.m.ipSummed
-}
+func (b *Buff) IPSummed() CsumState { return b.meta().ipSummed }
 
 // SetChecksumNone sets the state to ChecksumNone.
-func (b *Buff) SetChecksumNone() {
-	b.checkLive()
-	b.m.ipSummed = ChecksumNone
-}
+func (b *Buff) SetChecksumNone() { b.meta().ipSummed = ChecksumNone }
 
 // SetChecksumUnnecessary records that the checksum was verified
 // (CHECKSUM_UNNECESSARY).
-func (b *Buff) SetChecksumUnnecessary() {
-	b.checkLive()
-	b.m.ipSummed = ChecksumUnnecessary
-}
+func (b *Buff) SetChecksumUnnecessary() { b.meta().ipSummed = ChecksumUnnecessary }
 
 // SetChecksumComplete records sum, the 32-bit ones' complement sum (not folded,
 // not inverted) of the bytes from the start of the data to the end
@@ -171,10 +140,7 @@ func (b *Buff) SetChecksumComplete(sum uint32) {
 }
 
 // Csum returns the sum recorded by SetChecksumComplete.
-func (b *Buff) Csum() uint32 {
-	b.checkLive()
-	return b.m.csum
-}
+func (b *Buff) Csum() uint32 { return b.meta().csum }
 
 // SetChecksumPartial asks for the checksum of the bytes from start (relative to
 // the data) to the end to be stored at start+offset (CHECKSUM_PARTIAL,
@@ -209,40 +175,22 @@ func (b *Buff) CsumOffset() int {
 
 // Protocol returns the packet's EtherType in host byte order (skb->protocol,
 // which the kernel keeps in network order), e.g. 0x0800 for IPv4.
-func (b *Buff) Protocol() uint16 {
-	b.checkLive()
-	return b.m.protocol
-}
+func (b *Buff) Protocol() uint16 { return b.meta().protocol }
 
 // SetProtocol sets the EtherType, in host byte order.
-func (b *Buff) SetProtocol(p uint16) {
-	b.checkLive()
-	b.m.protocol = p
-}
+func (b *Buff) SetProtocol(p uint16) { b.meta().protocol = p }
 
 // Priority returns the queueing priority (skb->priority, SO_PRIORITY).
-func (b *Buff) Priority() uint32 {
-	b.checkLive()
-	return b.m.priority
-}
+func (b *Buff) Priority() uint32 { return b.meta().priority }
 
 // SetPriority sets the queueing priority.
-func (b *Buff) SetPriority(p uint32) {
-	b.checkLive()
-	b.m.priority = p
-}
+func (b *Buff) SetPriority(p uint32) { b.meta().priority = p }
 
 // Mark returns the packet mark (skb->mark, SO_MARK).
-func (b *Buff) Mark() uint32 {
-	b.checkLive()
-	return b.m.mark
-}
+func (b *Buff) Mark() uint32 { return b.meta().mark }
 
 // SetMark sets the packet mark.
-func (b *Buff) SetMark(m uint32) {
-	b.checkLive()
-	b.m.mark = m
-}
+func (b *Buff) SetMark(m uint32) { b.meta().mark = m }
 
 // Hash returns the flow hash and whether it covers the L4 ports (skb->hash,
 // skb->l4_hash).
@@ -277,16 +225,10 @@ func (b *Buff) SetQueueMapping(q int) {
 
 // Tstamp returns the receive timestamp in nanoseconds since the Unix epoch
 // (CLOCK_REALTIME, as SO_TIMESTAMPNS reports it), 0 when unset.
-func (b *Buff) Tstamp() int64 {
-	b.checkLive()
-	return b.m.tstamp
-}
+func (b *Buff) Tstamp() int64 { return b.meta().tstamp }
 
 // SetTstamp sets the receive timestamp, in nanoseconds since the Unix epoch.
-func (b *Buff) SetTstamp(ns int64) {
-	b.checkLive()
-	b.m.tstamp = ns
-}
+func (b *Buff) SetTstamp(ns int64) { b.meta().tstamp = ns }
 
 // GSOSize returns the payload bytes per segment of a GSO buffer, 0 for a
 // buffer that is one packet (gso_size).
