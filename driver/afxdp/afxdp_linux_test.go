@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -993,4 +996,40 @@ func TestCloseDuringRunOnThread(t *testing.T) {
 		t.Errorf("a program stays attached after Close and RunOnThread returned")
 	}
 	openOn(t, &l.B, Config{}) // the queue is free again
+}
+
+// TestAttachTaken checks Open on an interface where another program's XDP
+// program is attached (as another process's AF_XDP sockets would hold it):
+// one line that says so, and nothing left attached of skb's.
+func TestAttachTaken(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	var other link.Link
+	err := l.B.Do(func() error {
+		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+			Type:         ebpf.XDP,
+			AttachType:   ebpf.AttachXDP,
+			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}, // XDP_PASS
+			License:      "GPL",
+		})
+		if err != nil {
+			return err
+		}
+		defer prog.Close()
+		other, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: l.B.Ifindex})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("attach another program: %v", err)
+	}
+	defer other.Close()
+	var d *Device
+	err = l.B.Do(func() (err error) { d, err = Open(l.B.Ifname, 0, Config{}); return err })
+	if err == nil {
+		d.Close()
+		t.Fatal("Open succeeded on an interface whose XDP hook is taken")
+	}
+	t.Logf("Open: %v", err)
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "an XDP program is attached to the interface already") {
+		t.Errorf("Open: %q, want one line that says the hook is taken", msg)
+	}
 }

@@ -156,11 +156,17 @@ func newXDP(key xdpKey, queue int, mode AttachMode) (x *xdpProgram, err error) {
 		if x.nativeErr = attach(link.XDPDriverMode); x.nativeErr != nil {
 			x.mode = AttachGeneric
 			if err = attach(link.XDPGenericMode); err != nil {
-				err = errors.Join(x.nativeErr, err)
+				// One line, both kept for errors.Is.
+				err = fmt.Errorf("native: %w; generic: %w", x.nativeErr, err)
 			}
 		}
 	}
 	if err != nil {
+		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.EBUSY) {
+			// The program is one per interface: a second process's
+			// sockets, or another tool's program, find it taken.
+			return x, fmt.Errorf("attach %s: %w (an XDP program is attached to the interface already: another process's AF_XDP sockets, or another tool's program; the sockets of one process share one program)", mode, err)
+		}
 		return x, fmt.Errorf("attach %s: %w", mode, err)
 	}
 	return x, nil
