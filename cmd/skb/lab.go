@@ -404,9 +404,12 @@ exits with its status: 128+N when signal N ended it, 127 when CMD is not found
 in PATH and 126 when it cannot be run, as a shell does. CMD is looked up in
 skb's PATH (so skb itself must be on it for "lab exec a -- skb ..."). With
 --temp it makes a lab first (taking the lab flags of up) and removes it when CMD
-ends, also when skb gets SIGINT, SIGTERM or SIGHUP: the signal is passed to CMD,
-which gets ` + labKillAfter.String() + ` to exit before it is killed. If skb itself is killed
-(SIGKILL), CMD gets SIGKILL too, rather than running on without its lab.`,
+ends, also when skb gets SIGINT, SIGTERM or SIGHUP: the signal is passed to CMD
+(in a --temp lab, to every process inside it, CMD's children too), which gets
+` + labKillAfter.String() + ` to exit before it is killed. What CMD leaves running in a --temp lab
+is ended (SIGTERM, then SIGKILL a second later) before the lab is removed. If
+skb itself is killed (SIGKILL), CMD gets SIGKILL too, rather than running on
+without its lab.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -519,13 +522,28 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
+	// In a temporary lab everything inside is CMD's (its children too),
+	// and goes with the lab: a signal reaches them all, and what is left
+	// when CMD ends is ended before the lab is removed.
+	signalInside := func(s syscall.Signal) {
+		if temp {
+			signalLabProcs(l.Name, s)
+		}
+	}
+	if temp {
+		defer endLabProcs(l.Name)
+	}
 	var kill *time.Timer
 	for {
 		select {
 		case s := <-sigs:
 			c.Process.Signal(s)
+			signalInside(s.(syscall.Signal))
 			if kill == nil {
-				kill = time.AfterFunc(labKillAfter, func() { c.Process.Kill() })
+				kill = time.AfterFunc(labKillAfter, func() {
+					c.Process.Kill()
+					signalInside(syscall.SIGKILL)
+				})
 			}
 		case werr := <-done:
 			if kill != nil {
@@ -541,6 +559,41 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 			}
 			return c.ProcessState.ExitCode(), nil
 		}
+	}
+}
+
+// signalLabProcs sends s to every process inside the recorded lab name,
+// but skb itself (whose threads may be inside).
+func signalLabProcs(name string, s syscall.Signal) {
+	pids, _ := lab.Procs(name)
+	for _, pid := range pids {
+		if pid != os.Getpid() {
+			syscall.Kill(pid, s)
+		}
+	}
+}
+
+// endLabProcs ends the processes left inside the temporary lab name once
+// its command has exited: SIGTERM, then SIGKILL to those still there after
+// a second, waiting up to a second more for them to be gone, so that the
+// lab is removed with nothing running inside.
+func endLabProcs(name string) {
+	left := func() bool {
+		pids, _ := lab.Procs(name)
+		return len(pids) > 1 || len(pids) == 1 && pids[0] != os.Getpid()
+	}
+	if !left() {
+		return
+	}
+	signalLabProcs(name, syscall.SIGTERM)
+	for _, s := range []syscall.Signal{syscall.SIGKILL, 0} {
+		for deadline := time.Now().Add(time.Second); left() && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if s == 0 || !left() {
+			return
+		}
+		signalLabProcs(name, s)
 	}
 }
 

@@ -316,6 +316,70 @@ func TestLabExecSignal(t *testing.T) {
 	labGone(t, name)
 }
 
+// TestLabExecTempChildren checks that nothing of CMD's outlives a
+// temporary lab: children that a signal to CMD alone would miss (a shell's
+// foreground command), and background ones left when CMD exits.
+func TestLabExecTempChildren(t *testing.T) {
+	labtest.RequireRoot(t)
+	for _, tc := range []struct {
+		name   string
+		script string
+		signal bool
+		code   int
+	}{
+		{"signalled", "sleep 29; true", true, 128 + int(syscall.SIGTERM)},
+		{"background", "sleep 29 & sleep 0.5; echo started", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := testLabName("skbc")
+			t.Cleanup(func() { lab.Remove(name) })
+			cmd := exec.Command(buildSkb(t), "lab", "exec", "--temp", "--name", name, "b", "--", "sh", "-c", tc.script)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			// Wait until sh and its sleep run inside B.
+			var pids []int
+			for deadline := time.Now().Add(5 * time.Second); len(pids) < 2; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("sh and sleep never ran in %sB (%v); stderr: %s", name, pids, stderr.String())
+				}
+				out, _ := exec.Command("ip", "netns", "pids", name+"B").Output()
+				pids = pids[:0]
+				for _, f := range strings.Fields(string(out)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						pids = append(pids, pid)
+					}
+				}
+			}
+			if tc.signal {
+				cmd.Process.Signal(syscall.SIGTERM)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				t.Fatal("skb lab exec did not exit")
+			}
+			if code := cmd.ProcessState.ExitCode(); code != tc.code {
+				t.Errorf("exit code %d, want %d; stderr: %s", code, tc.code, stderr.String())
+			}
+			for _, pid := range pids {
+				// Gone, or a zombie not yet reaped by init.
+				stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+				if err == nil && !strings.Contains(string(stat), ") Z ") {
+					t.Errorf("pid %d, started inside the lab, still runs after skb exited: %s", pid, stat)
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			labGone(t, name)
+		})
+	}
+}
+
 func TestLabBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"lab", "up", "--gro", "maybe"},
