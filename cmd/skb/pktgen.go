@@ -51,7 +51,8 @@ func pktgenCmd() *cobra.Command {
 		Long: `pktgen sends UDP packets whose payload starts with a stamp (magic, run, flow,
 sequence number, send time) that skb sink counts loss, reordering and latency
 from. It prints one line per second and a result line: packets, bytes,
-seconds, pps, Mbit/s, errors (packets not sent) and doorbells, from the
+seconds, pps, Mbit/s, errors (packets not sent, whose sequence numbers a
+sink counts lost) and doorbells, from the
 device's counters. Bytes and Mbit/s count UDP payload on every device; a
 link-layer device also reports its whole frames ("Mbit/sec of frames";
 frame_bytes and frame_mbps in JSON).

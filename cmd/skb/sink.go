@@ -86,7 +86,10 @@ port-unreachable messages they cause), and within a flow it counts the gaps up
 to the last packet seen: packets dropped after it, at the end of a run, show
 in kernel drops only. Kernel drops are the socket's own count: with --gro the
 kernel counts a dropped train once, however many datagrams it held, while
-lost counts datagrams. Each pktgen run counts as flows of its own (runs
+lost counts datagrams. lost is every sequence number that did not arrive,
+so it also counts what the sender stamped but could not send (pktgen's
+errors, such as a full transmit ring): lost less pktgen's errors is what the
+path lost. Each pktgen run counts as flows of its own (runs
 one after the other too): two pktgens sending to one port at once are
 counted apart (up to 64 such runs at a time).
 
