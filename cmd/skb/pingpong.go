@@ -257,6 +257,9 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		dev = d
+		if w := rxFrameWarning("pingpong", spec, d); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), w)
+		}
 		defer holdPorts(listen, 1)()
 		cfg.Link, cfg.Port = true, listen.Port()
 		if !listen.Addr().IsUnspecified() {

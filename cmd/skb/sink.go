@@ -454,6 +454,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			return fmt.Errorf("sink: %w", err)
 		}
 		devs = append(devs, d)
+		if w := rxFrameWarning("sink", spec, d); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), w)
+		}
 		if listen.Port() != 0 {
 			defer holdPorts(listen, o.flows)()
 		}

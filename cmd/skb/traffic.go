@@ -610,6 +610,23 @@ func maxFrame(dev netdev.Device) (int, bool) {
 	return 0, false
 }
 
+// rxFrameWarning returns the stderr line of a link-layer receiver on dev
+// when the interface's MTU lets frames in that its receive buffers cannot
+// hold (on afxdp, a UMEM frame less the pool's headroom): the kernel drops
+// them, counted as kernel drops only. It returns "" when they fit.
+func rxFrameWarning(cmd string, spec devSpec, dev netdev.Device) string {
+	d, ok := dev.(*afxdp.Device)
+	if !ok || d.MTU() <= 0 || d.Pool() == nil || d.FrameSize() <= 0 {
+		return ""
+	}
+	room := d.FrameSize() - d.Pool().Headroom()
+	if mtuFrame := d.MTU() + header.EthernetHeaderLen; mtuFrame <= room {
+		return ""
+	}
+	return fmt.Sprintf("skb: %s: warning: %s's MTU of %d bytes lets in frames of up to %d bytes, but --dev %v receives frames of up to %d: the kernel drops longer ones (kernel drops)",
+		cmd, spec.ifname, d.MTU(), d.MTU()+header.EthernetHeaderLen, spec, room)
+}
+
 // checkFrameSize refuses, before a link-layer sender sends anything, UDP
 // payloads of size bytes (what names them by the flag's long name, such as
 // "--size 2000") in frames longer than dev sends (maxFrame), which the

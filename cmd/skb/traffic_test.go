@@ -1203,3 +1203,24 @@ func TestSendsToSelf(t *testing.T) {
 		}
 	}
 }
+
+// TestRxFrameWarning checks that an afxdp receiver on a link whose MTU lets
+// in frames longer than its UMEM frames hold says so on stderr, once, and
+// that one on a link of the default MTU says nothing.
+func TestRxFrameWarning(t *testing.T) {
+	bin := buildSkb(t)
+	for _, mtu := range []int{0, 9000} {
+		l := labtest.New(t, lab.Options{MTU: mtu})
+		cmd := l.B.Cmd(bin, "sink", "--dev", "afxdp:"+l.B.Ifname, "--listen", "198.18.0.2:9000", "-t", "200ms")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("MTU %d: sink: %v: %s", mtu, err, stderr.String())
+		}
+		warned := strings.Contains(stderr.String(), "the kernel drops longer ones")
+		if warned != (mtu > 0) || strings.Count(stderr.String(), "\n") > 1 {
+			t.Errorf("MTU %d: stderr %q, want the warning only above the frame size", mtu, stderr.String())
+		}
+		l.Close()
+	}
+}
