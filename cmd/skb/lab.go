@@ -275,7 +275,7 @@ func labListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list [--json]",
-		Short: "List the recorded labs and whether each is persistent, in use or stale",
+		Short: "List the recorded labs and whether each is persistent (with how many processes run inside), in use or stale",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			infos, err := lab.List()
@@ -298,6 +298,10 @@ func labListCmd() *cobra.Command {
 				switch {
 				case i.Persist:
 					state = "persistent"
+					if pids, _ := lab.Procs(i.Name); len(pids) > 0 {
+						// What lab down would refuse for.
+						state = fmt.Sprintf("persistent, %d %s inside", len(pids), plural(len(pids), "process", "processes"))
+					}
 				case !i.Alive:
 					state = "stale"
 				}

@@ -619,6 +619,9 @@ func TestLabDownBusy(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if out := mustSkb(t, "lab", "list"); !regexp.MustCompile(name + ` +persistent, 1 process inside `).MatchString(out) {
+		t.Errorf("lab list with sleep inside:\n%s\nwant %s persistent, 1 process inside", out, name)
+	}
 	want := fmt.Sprintf("pid %d (sleep)", sleep.Process.Pid)
 	if _, errOut, code := skb(t, "lab", "down", "--name", name); code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "--force") {
 		t.Errorf("down with sleep inside: exit %d, %q; want 1 naming %s and --force", code, errOut, want)
