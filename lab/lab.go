@@ -78,7 +78,10 @@ type Info struct {
 	Alive   bool      `json:"alive"`   // whether that process still runs
 	Persist bool      `json:"persist"` // made with Options.Persist
 	Created time.Time `json:"created"`
-	Options Options   `json:"options"`
+	// Options are those the lab was made with: a later change (such as
+	// SetThreaded, or skb lab threaded) is not recorded; ask the lab
+	// itself (Host.Threaded, ethtool -k) for its state now.
+	Options Options `json:"options"`
 }
 
 // Stale reports whether Cleanup removes the lab: it was not made to persist
