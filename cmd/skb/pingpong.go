@@ -257,7 +257,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		dev = d
-		if w := rxFrameWarning("pingpong", spec, d); w != "" {
+		for _, w := range rxWarnings("pingpong", spec, d) {
 			fmt.Fprintln(cmd.ErrOrStderr(), w)
 		}
 		defer holdPorts(listen, 1)()

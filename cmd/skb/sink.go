@@ -454,7 +454,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			return fmt.Errorf("sink: %w", err)
 		}
 		devs = append(devs, d)
-		if w := rxFrameWarning("sink", spec, d); w != "" {
+		for _, w := range rxWarnings("sink", spec, d) {
 			fmt.Fprintln(cmd.ErrOrStderr(), w)
 		}
 		if listen.Port() != 0 {

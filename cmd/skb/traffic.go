@@ -610,6 +610,29 @@ func maxFrame(dev netdev.Device) (int, bool) {
 	return 0, false
 }
 
+// rxWarnings returns the stderr lines of a link-layer receiver on dev:
+// linkDownWarning's and rxFrameWarning's, those that apply.
+func rxWarnings(cmd string, spec devSpec, dev netdev.Device) []string {
+	var w []string
+	for _, s := range []string{linkDownWarning(cmd, spec), rxFrameWarning(cmd, spec, dev)} {
+		if s != "" {
+			w = append(w, s)
+		}
+	}
+	return w
+}
+
+// linkDownWarning returns the stderr line of a link-layer receiver whose
+// interface is down (no IFF_UP), where nothing arrives until it is up, or
+// "".
+func linkDownWarning(cmd string, spec devSpec) string {
+	ifi, err := net.InterfaceByName(spec.ifname)
+	if err != nil || ifi.Flags&net.FlagUp != 0 {
+		return ""
+	}
+	return fmt.Sprintf("skb: %s: warning: %s is down: nothing arrives until it is up (ip link set %s up)", cmd, spec.ifname, spec.ifname)
+}
+
 // rxFrameWarning returns the stderr line of a link-layer receiver on dev
 // when the interface's MTU lets frames in that its receive buffers cannot
 // hold (on afxdp, a UMEM frame less the pool's headroom): the kernel drops

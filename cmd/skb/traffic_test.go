@@ -1205,8 +1205,9 @@ func TestSendsToSelf(t *testing.T) {
 }
 
 // TestRxFrameWarning checks that an afxdp receiver on a link whose MTU lets
-// in frames longer than its UMEM frames hold says so on stderr, once, and
-// that one on a link of the default MTU says nothing.
+// in frames longer than its UMEM frames hold says so on stderr, once, that
+// one on a link of the default MTU says nothing, and that one on a link
+// that is down says that.
 func TestRxFrameWarning(t *testing.T) {
 	bin := buildSkb(t)
 	for _, mtu := range []int{0, 9000} {
@@ -1222,5 +1223,17 @@ func TestRxFrameWarning(t *testing.T) {
 			t.Errorf("MTU %d: stderr %q, want the warning only above the frame size", mtu, stderr.String())
 		}
 		l.Close()
+	}
+	// A link that is down: said once too.
+	l := labtest.New(t, lab.Options{})
+	if out, err := exec.Command("ip", "-n", l.B.NSName, "link", "set", l.B.Ifname, "down").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set down: %v: %s", err, out)
+	}
+	cmd := l.B.Cmd(bin, "sink", "--dev", "afxdp:"+l.B.Ifname, "--listen", "198.18.0.2:9000", "-t", "200ms")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Run()
+	if want := l.B.Ifname + " is down: nothing arrives until it is up"; strings.Count(stderr.String(), want) != 1 {
+		t.Errorf("sink on a link that is down: stderr %q, want %q once", stderr.String(), want)
 	}
 }
