@@ -225,6 +225,8 @@ its veth. --force removes it anyway.`,
 					}
 					return err
 				}
+				inside, _ := lab.Procs(name) // with --force: what keeps running
+				inside = slices.DeleteFunc(inside, func(p int) bool { return p == os.Getpid() })
 				if err := lab.Remove(name); err != nil {
 					if errors.Is(err, lab.ErrNotFound) {
 						return fmt.Errorf("lab down: no lab named %q (see `skb lab list`)", name)
@@ -232,6 +234,10 @@ its veth. --force removes it anyway.`,
 					return err
 				}
 				fmt.Fprintf(out, "removed lab %s\n", name)
+				if len(inside) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "skb: lab down: warning: %d %s inside %s still %s, in namespaces without their veth (%s)\n",
+						len(inside), plural(len(inside), "process", "processes"), name, plural(len(inside), "runs", "run"), procNames(inside))
+				}
 				return nil
 			}
 			infos, err := lab.List()

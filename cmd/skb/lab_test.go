@@ -633,6 +633,9 @@ func TestLabDownBusy(t *testing.T) {
 	if _, err := os.Stat("/run/netns/" + name + "A"); err != nil {
 		t.Fatalf("busy lab removed: %v", err)
 	}
-	mustSkb(t, "lab", "down", "--name", name, "--force")
+	if out, errOut, code := skb(t, "lab", "down", "--name", name, "--force"); code != 0 || out != "removed lab "+name+"\n" ||
+		!strings.Contains(errOut, "1 process inside "+name+" still runs") || !strings.Contains(errOut, want) {
+		t.Errorf("down --force with sleep inside: exit %d, stdout %q, stderr %q; want the lab removed and the sleep named", code, out, errOut)
+	}
 	labGone(t, name)
 }
