@@ -107,7 +107,7 @@ before it sends anything. --allow-any-dst lifts that for a network you own.
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.dst, "dst", fmt.Sprintf("127.0.0.1:%d", defaultPort), "destination ADDR:PORT of flow 0")
+	fs.StringVar(&o.dst, "dst", fmt.Sprintf("127.0.0.1:%d", defaultPort), "destination ADDR:PORT of flow 0 (the default is for the udp device: afpacket and afxdp need an address on the link)")
 	fs.IntVarP(&o.size, "size", "s", traffic.DefaultSize, fmt.Sprintf("UDP payload bytes per packet, at least %d (the stamp)", traffic.StampLen))
 	fs.StringVar(&o.imix, "imix", "", "a mix of sizes instead of --size: SIZE:WEIGHT,... or \"imix\" for 64:7,576:4,1472:1")
 	fs.IntVarP(&o.flows, "flows", "f", 1, fmt.Sprintf("flows: destination ports PORT to PORT+N-1, 1 to %d (a sink listens on at most %d)", pktgenMaxFlows, sinkMaxFlows))
