@@ -303,17 +303,24 @@ func TestLabExecSignal(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("skb lab exec did not exit after SIGTERM")
-	}
+	waitExit(t, cmd, 10*time.Second)
 	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
 		t.Errorf("exit code %d, want %d; stderr: %s", code, 128+int(syscall.SIGTERM), stderr.String())
 	}
 	labGone(t, name)
+}
+
+// waitExit waits up to d for the started cmd to exit, and fails the test
+// when it does not.
+func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%v did not exit within %v", cmd.Args, d)
+	}
 }
 
 // TestLabExecTempChildren checks that nothing of CMD's outlives a
@@ -357,13 +364,7 @@ func TestLabExecTempChildren(t *testing.T) {
 			if tc.signal {
 				cmd.Process.Signal(syscall.SIGTERM)
 			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				t.Fatal("skb lab exec did not exit")
-			}
+			waitExit(t, cmd, 15*time.Second)
 			if code := cmd.ProcessState.ExitCode(); code != tc.code {
 				t.Errorf("exit code %d, want %d; stderr: %s", code, tc.code, stderr.String())
 			}
