@@ -50,8 +50,9 @@ func SinkThreads(n int, cfg SinkConfig) int {
 // device (with cfg.Thread, on an OS thread of its own), each is polled as
 // Sink.Run does, under the group's bounds: it waits in its device's Wait,
 // so a packet is seen as soon as the kernel wakes it. With fewer,
-// GOMAXPROCS goroutines poll them, device i by goroutine i modulo their number, which keeps it for
-// the whole run (a device belongs to one goroutine); each loops over its
+// GOMAXPROCS goroutines poll them, device i by goroutine i modulo their
+// number, which keeps it for the whole run (a device belongs to one
+// goroutine); each loops over its
 // devices in rounds: in a round it calls each
 // Sink's Poll, again while it hands over its whole budget, up to
 // 8 times, and it starts the next round at once while any

@@ -602,8 +602,8 @@ func maxFrame(dev netdev.Device) (int, bool) {
 		// The driver takes MTU+18 (room for a VLAN tag), but the tool's
 		// frames are untagged: their IP packet must fit the MTU.
 		n := d.MTU() + header.EthernetHeaderLen
-		if p := d.Pool(); p != nil && d.FrameSize() > 0 {
-			n = min(n, d.FrameSize()-p.Headroom())
+		if room, ok := frameRoom(d); ok {
+			n = min(n, room)
 		}
 		return n, d.MTU() > 0
 	}
@@ -639,15 +639,26 @@ func linkDownWarning(cmd string, spec devSpec) string {
 // them, counted as kernel drops only. It returns "" when they fit.
 func rxFrameWarning(cmd string, spec devSpec, dev netdev.Device) string {
 	d, ok := dev.(*afxdp.Device)
-	if !ok || d.MTU() <= 0 || d.Pool() == nil || d.FrameSize() <= 0 {
+	if !ok || d.MTU() <= 0 {
 		return ""
 	}
-	room := d.FrameSize() - d.Pool().Headroom()
-	if mtuFrame := d.MTU() + header.EthernetHeaderLen; mtuFrame <= room {
+	room, ok := frameRoom(d)
+	if !ok || d.MTU()+header.EthernetHeaderLen <= room {
 		return ""
 	}
 	return fmt.Sprintf("skb: %s: warning: %s's MTU of %d bytes lets in frames of up to %d bytes, but --dev %v receives frames of up to %d: the kernel drops longer ones (kernel drops)",
 		cmd, spec.ifname, d.MTU(), d.MTU()+header.EthernetHeaderLen, spec, room)
+}
+
+// frameRoom returns the longest frame an afxdp device's buffers hold: a
+// UMEM frame less the pool's headroom (what its Alloc keeps), and false
+// when the device has no pool or frame size to tell.
+func frameRoom(d *afxdp.Device) (int, bool) {
+	p := d.Pool()
+	if p == nil || d.FrameSize() <= 0 {
+		return 0, false
+	}
+	return d.FrameSize() - p.Headroom(), true
 }
 
 // checkFrameSize refuses, before a link-layer sender sends anything, UDP
