@@ -298,7 +298,11 @@ loop:
 			default:
 			}
 		}
-		if n == 0 && !e.cfg.Spin {
+		if !e.cfg.Spin {
+			// Wait after every Poll, not only one that found nothing: it
+			// returns at once when a packet is ready, and after an answer
+			// (with one request in flight) it saves the Poll that would
+			// find the queue empty, a system call a round trip.
 			if err := e.dev.Wait(min(waitSlice, deadline-now)); err != nil && !errors.Is(err, netdev.ErrTimeout) {
 				runErr = err
 				break

@@ -981,3 +981,45 @@ func (d stallDev) Xmit(b *skb.Buff, more bool) error {
 	}
 	return d.Device.Xmit(b, more)
 }
+
+// emptyPollDev is a memring device that counts the Polls that handed
+// nothing over.
+type emptyPollDev struct {
+	*memring.Device
+	empty int
+}
+
+func (d *emptyPollDev) Poll(budget int, h netdev.Handler) (int, error) {
+	n, err := d.Device.Poll(budget, h)
+	if n == 0 {
+		d.empty++
+	}
+	return n, err
+}
+
+// TestPingPongWaitFirst checks that without busy polling neither end
+// makes a Poll that finds nothing on each round trip: after its request
+// (the client) or its answer (Echo) each waits first, and Wait returns
+// at once when a packet is ready.
+func TestPingPongWaitFirst(t *testing.T) {
+	const iters = 300
+	a, b := pair(t, memring.Config{})
+	cli, srv := &emptyPollDev{Device: a}, &emptyPollDev{Device: b}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan EchoResult)
+	go func() {
+		r, _ := Echo(ctx, srv, EchoConfig{})
+		done <- r
+	}()
+	r, err := PingPong(context.Background(), cli, PingPongConfig{Iters: iters, Warmup: -1})
+	cancel()
+	sr := <-done
+	if err != nil || r.Iters != iters || sr.Echoed != iters {
+		t.Fatalf("%+v, %v; echo %+v", r, err, sr)
+	}
+	// Only a Wait that timed out (20 ms slices) is followed by a Poll
+	// that finds nothing: a few at most, also for Echo's last wait.
+	if cli.empty > 5 || srv.empty > 5 {
+		t.Errorf("empty Polls over %d round trips: client %d, echo %d", iters, cli.empty, srv.empty)
+	}
+}
