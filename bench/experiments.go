@@ -260,7 +260,7 @@ func catalog() []Experiment {
 		{
 			Name: "c-pingpong", Ref: true, refProgs: []string{"pingpong"},
 			Title:   "skb beside the C reference ping-pong on UDP loopback, 64 B",
-			Shows:   "one request in flight; blocking receive on both sides, then busy-polling on both sides (-y). The ratio is skb over C: lower is better. The Go raw variant makes C's busy-poll system calls from Go without skb (x/sys/unix, RawSyscall6): the floor a Go program starts from. skb's ends run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pingpong --server and skb pingpong processes, each pinned to its CPU in a session of its own, as the C programs run.",
+			Shows:   "one request in flight; blocking receive on both sides, then busy-polling on both sides (-y). The ratio is skb over C: lower is better. The Go raw variants make C's system calls from Go without skb (x/sys/unix, RawSyscall6): the floor a Go program starts from. skb's ends run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pingpong --server and skb pingpong processes, each pinned to its CPU in a session of its own, as the C programs run.",
 			Metrics: []Metric{mP50, mP99, mMean},
 			variants: func(e *env) []variant {
 				p50 := map[string]Target{mP50.Name: {Max: 1.05}}
@@ -275,10 +275,13 @@ func catalog() []Experiment {
 				v := []variant{
 					{name: "C blocking", run: c(blockIters, false)},
 					{name: "skb blocking", ref: "C blocking", run: s(blockIters, false), targets: p50},
+					{name: "Go raw syscalls blocking", ref: "C blocking", run: func(ctx context.Context, e *env) (sample, error) {
+						return rawPingRun(ctx, e, blockIters, false)
+					}},
 					{name: "C busy-poll", run: c(busyIters, true)},
 					{name: "skb busy-poll", ref: "C busy-poll", run: s(busyIters, true), targets: p50},
 					{name: "Go raw syscalls busy-poll", ref: "C busy-poll", run: func(ctx context.Context, e *env) (sample, error) {
-						return rawPingRun(ctx, e, busyIters)
+						return rawPingRun(ctx, e, busyIters, true)
 					}},
 				}
 				if e.opts.Tool != "" {

@@ -14,19 +14,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rawPingRun runs the C reference's busy-poll ping-pong in Go without skb,
-// as the floor of what Go gets from the same system calls: on loopback, a
-// server goroutine on the receiver CPU spins on recvfrom(MSG_DONTWAIT) and
-// answers each datagram with sendto to its source; a client goroutine on
-// the sender CPU sends a 64-byte request with send on its connected
-// socket, spins on recv(MSG_DONTWAIT) for the answer, and times the round
-// trip from just before the send to just after the recv, warmup round trips
-// first (n/10, at most 1000), as pingpong.c does. Both calls go straight to
-// the kernel (RawSyscall6: no scheduler bookkeeping), into one buffer each,
-// from threads with private descriptor tables, as skb's goroutines run
-// (datapath).
-// The percentiles are taken as C takes them (sorted, element n*q).
-func rawPingRun(ctx context.Context, e *env, iters int) (sample, error) {
+// rawPingRun runs the C reference's ping-pong in Go without skb, as the
+// floor of what Go gets from the same system calls: on loopback, a server
+// goroutine on the receiver CPU receives with recvfrom and answers each
+// datagram with sendto to its source; a client goroutine on the sender CPU
+// sends a 64-byte request with send on its connected socket, receives the
+// answer with recv, and times the round trip from just before the send to
+// just after the recv, warmup round trips first (n/10, at most 1000), as
+// pingpong.c does. With busy both receives spin with MSG_DONTWAIT, as
+// pingpong -y; without it they block, each for at most rawSlice, as
+// pingpong without -y. The calls go straight to the kernel (RawSyscall6: no
+// scheduler bookkeeping, the P kept while a receive sleeps), into one
+// buffer each, from threads with private descriptor tables, as skb's
+// goroutines run (datapath). The percentiles are taken as C takes them
+// (sorted, element n*q).
+func rawPingRun(ctx context.Context, e *env, iters int, busy bool) (sample, error) {
 	srv, err := rawUDP([4]byte{}, nil) // the wildcard, as pingpong.c binds
 	if err != nil {
 		return nil, err
@@ -45,18 +47,30 @@ func rawPingRun(ctx context.Context, e *env, iters int) (sample, error) {
 		return nil, err
 	}
 	defer unix.Close(cli)
+	flags := uintptr(unix.MSG_DONTWAIT)
+	if !busy {
+		// Blocking receives, each bounded so that the ends can look at
+		// stop and let the runtime in.
+		flags = 0
+		tv := unix.NsecToTimeval(rawSlice.Nanoseconds())
+		for _, fd := range []int{srv, cli} {
+			if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+				return nil, fmt.Errorf("setsockopt SO_RCVTIMEO: %w", err)
+			}
+		}
+	}
 	var stop atomic.Bool
 	started := make(chan struct{})
 	srvDone := datapath(e.receiver, func() {
 		close(started)
-		rawEcho(srv, &stop)
+		rawEcho(srv, flags, &stop)
 	})
 	// The server runs before the client starts, which then spins: with
 	// both Ps busy a server not yet scheduled could wait long for one.
 	<-started
 	var rtt []time.Duration
 	var cliErr error
-	<-datapath(e.sender, func() { rtt, cliErr = rawPings(ctx, cli, iters, 4*e.dur+time.Second) })
+	<-datapath(e.sender, func() { rtt, cliErr = rawPings(ctx, cli, flags, iters, 4*e.dur+time.Second) })
 	stop.Store(true)
 	<-srvDone
 	if cliErr != nil {
@@ -98,15 +112,15 @@ func rawUDP(addr [4]byte, peer unix.Sockaddr) (int, error) {
 // rawEcho answers every datagram on fd from 127.0.0.0/8 to its source (as
 // skb's echo server with EchoConfig.From; the socket is bound to the
 // wildcard) until stop is set, looking at stop every 1024th empty poll.
-func rawEcho(fd int, stop *atomic.Bool) {
+func rawEcho(fd int, flags uintptr, stop *atomic.Bool) {
 	var buf [2048]byte
 	var from unix.RawSockaddrInet4
 	for spins := 0; ; spins++ {
 		fl := uint32(unsafe.Sizeof(from))
 		n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
-			unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&from)), uintptr(unsafe.Pointer(&fl)))
+			flags, uintptr(unsafe.Pointer(&from)), uintptr(unsafe.Pointer(&fl)))
 		if e != 0 {
-			if spins&1023 == 0 {
+			if flags == 0 || spins&1023 == 0 {
 				if stop.Load() {
 					return
 				}
@@ -122,6 +136,10 @@ func rawEcho(fd int, stop *atomic.Bool) {
 	}
 }
 
+// rawSlice bounds each blocking receive of the raw ping-pong without
+// busy polling.
+const rawSlice = 10 * time.Millisecond
+
 // yield lets the runtime stop the spinning goroutine now and then: a loop
 // that only makes raw system calls has no point where the runtime can
 // preempt it, and a garbage collection waiting to stop the world would
@@ -135,7 +153,7 @@ var errRawNoReply = errors.New("Go raw ping-pong: no reply")
 // rawPings makes warmup plus iters round trips of 64 bytes on the
 // connected socket fd and returns the measured ones' times; it gives up
 // after limit, or when a reply takes over a second or ctx is done.
-func rawPings(ctx context.Context, fd, iters int, limit time.Duration) ([]time.Duration, error) {
+func rawPings(ctx context.Context, fd int, flags uintptr, iters int, limit time.Duration) ([]time.Duration, error) {
 	var buf [2048]byte
 	const size = 64
 	warm := min(iters/10, 1000)
@@ -151,14 +169,14 @@ func rawPings(ctx context.Context, fd, iters int, limit time.Duration) ([]time.D
 		}
 		for spins := 1; ; spins++ {
 			_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
-				unix.MSG_DONTWAIT, 0, 0)
+				flags, 0, 0)
 			if e == 0 {
 				break
 			}
 			if e != unix.EAGAIN && e != unix.EINTR {
 				return rtt, fmt.Errorf("Go raw ping-pong: recv: %w", e)
 			}
-			if spins&1023 == 0 {
+			if flags == 0 || spins&1023 == 0 {
 				if time.Since(base)-t0 > time.Second {
 					return rtt, errRawNoReply
 				}
