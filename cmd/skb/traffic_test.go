@@ -1237,3 +1237,15 @@ func TestRxFrameWarning(t *testing.T) {
 		t.Errorf("sink on a link that is down: stderr %q, want %q once", stderr.String(), want)
 	}
 }
+
+// TestSinkFlowBudget checks the sink's default budget over many ports on
+// the udp device: 64 up to 64 ports, then 4096/flows, at least 8.
+func TestSinkFlowBudget(t *testing.T) {
+	for _, c := range []struct{ flows, want int }{
+		{1, 64}, {64, 64}, {65, 63}, {128, 32}, {256, 16}, {512, 8}, {1024, 8},
+	} {
+		if got := sinkFlowBudget(c.flows); got != c.want {
+			t.Errorf("sinkFlowBudget(%d) = %d, want %d", c.flows, got, c.want)
+		}
+	}
+}
