@@ -1023,3 +1023,33 @@ func TestPingPongWaitFirst(t *testing.T) {
 		t.Errorf("empty Polls over %d round trips: client %d, echo %d", iters, cli.empty, srv.empty)
 	}
 }
+
+// TestPktgenSlowRateStops checks that a run paced far below one packet per
+// interval still calls OnInterval every interval and ends soon after ctx
+// does, without sending the packet the rate would let out next.
+func TestPktgenSlowRateStops(t *testing.T) {
+	a, _ := pair(t, memring.Config{})
+	ticks := 0
+	g, err := NewPktgen(a, PktgenConfig{Rate: 0.25, Duration: time.Minute, Interval: 50 * time.Millisecond,
+		OnInterval: func(PktgenInterval) { ticks++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r, err := g.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("Run returned %v after its ctx ended at 300ms", el)
+	}
+	if r.Packets != 1 {
+		t.Errorf("sent %d packets at 0.25/s in 300ms, want 1", r.Packets)
+	}
+	if ticks < 3 {
+		t.Errorf("%d interval calls in 300ms at 50ms each, want at least 3", ticks)
+	}
+}

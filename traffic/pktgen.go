@@ -415,16 +415,23 @@ func (g *Pktgen) RunID() uint32 { return g.run }
 // Queued returns the packets handed to the device so far.
 func (g *Pktgen) Queued() uint64 { return g.queued }
 
-// remaining returns how many packets the count still allows.
+// remaining returns how many packets the count, and during Run's burst
+// its cut, still allow.
 func (g *Pktgen) remaining() uint64 {
-	n := uint64(math.MaxUint64)
-	if g.cfg.Count != 0 {
-		n = g.cfg.Count - min(g.queued, g.cfg.Count)
-	}
+	n := g.countLeft()
 	if g.cut != 0 {
 		n = min(n, g.cut)
 	}
 	return n
+}
+
+// countLeft returns how many packets the count still allows (all, without
+// a count).
+func (g *Pktgen) countLeft() uint64 {
+	if g.cfg.Count == 0 {
+		return math.MaxUint64
+	}
+	return g.cfg.Count - min(g.queued, g.cfg.Count)
 }
 
 // Burst sends one burst stamped with the current time: Burst packets (fewer
@@ -530,8 +537,10 @@ func (g *Pktgen) next(ts int64, maxSegs int) (*skb.Buff, int, int, error) {
 			// A super-packet small enough that all its copies fit in
 			// what the run may still send (-n 10 --clone 4: three
 			// datagrams sent four times, then one), rather than one
-			// that the count lets out once.
-			r, c := g.remaining(), uint64(g.clone)
+			// that the count lets out once. The count alone: Run's cut
+			// of one burst, which a GSO burst's one super-packet fills,
+			// is in maxSegs already.
+			r, c := g.countLeft(), uint64(g.clone)
 			maxSegs = int(max(1, min(uint64(maxSegs), r/c+min(r%c, 1))))
 		}
 		b, segs, err := g.build(flow, maxSegs, ts)
@@ -704,9 +713,30 @@ loop:
 		// The run's last burst is cut to what the rate still allows
 		// before the duration ends (-b 64 -r 100 -t 2: 200, not 256).
 		want = pace.due(want, g.duration)
-		now = pace.wait(&g.clk, now, want, g.duration)
+		// A wait for the rate (one second at -r 1) wakes for the end of
+		// the run, the next interval line and, in slices, ctx.
+		wake := g.duration
+		if g.cfg.OnInterval != nil {
+			wake = min(wake, g.lastTick+g.interval)
+		}
+		if done != nil {
+			wake = min(wake, now+pacerSlice)
+		}
+		var ok bool
+		now, ok = pace.wait(&g.clk, now, want, wake)
 		if now >= g.duration {
 			break
+		}
+		if !ok {
+			if g.cfg.OnInterval != nil && now-g.lastTick >= g.interval {
+				g.tick(now)
+			}
+			select {
+			case <-done:
+				break loop
+			default:
+			}
+			continue
 		}
 		xe := g.xmitErrs
 		g.cut = uint64(want)

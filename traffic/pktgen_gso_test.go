@@ -1,7 +1,9 @@
 package traffic
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/skbdev/skb/driver/memring"
 	"github.com/skbdev/skb/netdev"
@@ -302,5 +304,27 @@ func TestPktgenGSOCloneDuplicates(t *testing.T) {
 					r, tc.cfg.Count, tc.dups, tc.flows)
 			}
 		})
+	}
+}
+
+// TestPktgenGSOCloneRun checks that Run, which cuts each burst to what
+// the count and the rate allow, still sends whole super-packets as
+// clones: Burst datagrams each, not Burst/Clone.
+func TestPktgenGSOCloneRun(t *testing.T) {
+	for _, clone := range []int{2, 3, 64} {
+		d := newSizeCounter(t, true)
+		d.noSeq = true
+		const count = 64 * 192 // 64 times a multiple of every clone count tried
+		g, err := NewPktgen(d, PktgenConfig{Count: count, Burst: 64, Clone: clone, GSO: true, Duration: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+		if d.total != count || d.supers != count/64 {
+			t.Errorf("clone %d: %d datagrams in %d super-packets, want %d in %d", clone, d.total, d.supers, count, count/64)
+		}
 	}
 }

@@ -37,20 +37,30 @@ func newPacer(rate float64) pacer {
 	return pacer{perPacket: 1e9 / rate}
 }
 
-// wait blocks until n more packets may be sent, but not past deadline (both
-// times on clock c), and returns the time after the wait (now when it did
-// not wait).
-func (p *pacer) wait(c *clock, now time.Duration, n int, deadline time.Duration) time.Duration {
+// pacerSlice is the longest one wait of the pacer sleeps when the run can
+// be stopped (a ctx): it then looks at ctx again.
+const pacerSlice = 20 * time.Millisecond
+
+// wait blocks until n more packets may be sent (true), or until wake if
+// that comes first (false: nothing may be sent yet; the caller does what
+// wake was for, such as an interval line, the end of the run or a look at
+// ctx, and waits again). Both times are on clock c; it returns the time
+// after the wait (now when it did not wait).
+func (p *pacer) wait(c *clock, now time.Duration, n int, wake time.Duration) (time.Duration, bool) {
 	if p.perPacket == 0 {
-		return now
+		return now, true
 	}
 	p.tat = max(p.tat, now-pacerDepth)
 	if d := p.tat - now; d >= pacerMinSleep {
-		sleep(min(d, max(deadline-now, 0)))
+		if wake-now < d {
+			sleep(max(wake-now, 0))
+			return c.now(), false
+		}
+		sleep(d)
 		now = c.now()
 	}
 	p.tat += time.Duration(float64(n) * p.perPacket)
-	return now
+	return now, true
 }
 
 // due returns how many packets may still go out before deadline: those

@@ -375,7 +375,9 @@ func TestPacer(t *testing.T) {
 	var now time.Duration
 	sent := 0
 	for now < 100*time.Millisecond {
-		now = p.wait(&c, now, 1, time.Second)
+		if now, _ = p.wait(&c, now, 1, time.Second); now >= time.Second {
+			t.Fatal("the pacer slept to its wake-up")
+		}
 		sent++
 		now = c.now()
 	}
@@ -387,14 +389,18 @@ func TestPacer(t *testing.T) {
 	if sent < 50 {
 		t.Errorf("sent %d in %v at 1000/s: the pacer slept far too long", sent, el)
 	}
-	// A wait never goes past the deadline.
+	// A wait never goes past its wake-up, and says it woke for it.
 	p = newPacer(1)
 	now = c.now()
-	p.wait(&c, now, 1, now)
+	if _, ok := p.wait(&c, now, 1, now); !ok {
+		t.Error("the first packet waited")
+	}
 	t0 := c.now()
-	p.wait(&c, t0, 1, t0+20*time.Millisecond)
+	if _, ok := p.wait(&c, t0, 1, t0+20*time.Millisecond); ok {
+		t.Error("a wait woken 20ms in for a packet due 1s later let it go")
+	}
 	if d := c.now() - t0; d > 500*time.Millisecond {
-		t.Errorf("wait ran %v past a 20ms deadline", d)
+		t.Errorf("wait ran %v past a 20ms wake-up", d)
 	}
 }
 
