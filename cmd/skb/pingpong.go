@@ -208,6 +208,9 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
+	// The signals are caught from here on: see startRun.
+	sc := signalContext()
+	defer func() { sc.stop() }()
 	spec, listen, err := parseListen(f.dev, devKindsMemring, o.listen)
 	if err != nil {
 		return fmt.Errorf("pingpong: %w", err)
@@ -272,11 +275,9 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		p.line(fmt.Sprintf("%s echoed %d (%.0f pps)", secs(iv.Elapsed), iv.Echoed, iv.PPS),
 			echoIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Echoed: iv.Echoed, PPS: iv.PPS})
 	}
-	sc, err := startRun(f)
-	if err != nil {
+	if err := startRun(f, sc); err != nil {
 		return fmt.Errorf("pingpong: %w", err)
 	}
-	defer sc.stop()
 	var r traffic.EchoResult
 	var runErr error
 	onThread(func() { r, runErr = traffic.Echo(sc, dev, cfg) })
@@ -305,6 +306,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
+	// The signals are caught from here on: see startRun.
+	sc := signalContext()
+	defer func() { sc.stop() }()
 	spec, dst, err := parseDevAddr(f.dev, devKindsMemring, "connect", o.connect)
 	if err != nil {
 		return fmt.Errorf("pingpong: %w", err)
@@ -388,11 +392,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		p.line(fmt.Sprintf("%s %d iters, %.2f usec/iter, p50 = %.2f usec", secs(iv.Elapsed), iv.Iters, iv.UsecPerIter, us(iv.P50)),
 			pingpongIntervalJSON{Type: "interval", Elapsed: iv.Elapsed.Seconds(), Iters: iv.Iters, UsecPerIter: iv.UsecPerIter, P50: us(iv.P50)})
 	}
-	sc, err := startRun(f)
-	if err != nil {
+	if err := startRun(f, sc); err != nil {
 		return fmt.Errorf("pingpong: %w", err)
 	}
-	defer sc.stop()
 	var r traffic.PingPongResult
 	var runErr error
 	onThread(func() { r, runErr = traffic.PingPong(sc, dev, cfg) })

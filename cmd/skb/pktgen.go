@@ -201,6 +201,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
+	// The signals are caught from here on: see startRun.
+	sc := signalContext()
+	defer func() { sc.stop() }()
 	spec, dst, err := parseDevAddr(f.dev, devKindsMemring, "dst", o.dst)
 	if err != nil {
 		return fmt.Errorf("pktgen: %w", err)
@@ -336,11 +339,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		return fmt.Errorf("pktgen: %w", err)
 	}
 	defer g.Close()
-	sc, err := startRun(f)
-	if err != nil {
+	if err := startRun(f, sc); err != nil {
 		return fmt.Errorf("pktgen: %w", err)
 	}
-	defer sc.stop()
 	icmp0, icmpOK := icmpUnreachable(dst.Addr().Is6())
 	var r traffic.PktgenResult
 	var runErr error

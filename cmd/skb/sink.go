@@ -383,6 +383,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
+	// The signals are caught from here on: see startRun.
+	sc := signalContext()
+	defer func() { sc.stop() }()
 	spec, listen, err := parseListen(f.dev, devKinds, o.listen)
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
@@ -495,11 +498,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 				PPS: iv.PPS, Mbps: iv.Mbps, Lost: iv.Lost, Reordered: iv.Reordered, KernelDrops: iv.KernelDrops,
 				FrameBytes: iv.FrameBytes, FrameMbps: iv.FrameMbps})
 	}
-	sc, err := startRun(f)
-	if err != nil {
+	if err := startRun(f, sc); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
-	defer sc.stop()
 	r, runErr := traffic.RunSinks(sc, devs, cfg)
 	l := r.Latency
 	cu, cs := cpuTimes()

@@ -1249,3 +1249,49 @@ func TestSinkFlowBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptDuringSetup checks that a signal that comes while a sink
+// still opens its sockets (1024 of them) stops the run as one during it
+// does: a result and 128 + the signal, not a command killed without one.
+func TestInterruptDuringSetup(t *testing.T) {
+	base := freePorts(t, sinkMaxFlows)
+	cmd := exec.Command(buildSkb(t), "sink", "--listen", fmt.Sprintf("127.0.0.1:%d", base), "-f", fmt.Sprint(sinkMaxFlows), "-t", "30s")
+	var out, errOut syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { cmd.Process.Kill(); <-done }()
+	// The first port bound (read from /proc/net/udp, where a probe of our
+	// own could not take the port from the sink): the sink is opening its
+	// sockets.
+	local := fmt.Sprintf(":%04X ", base)
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		b, err := os.ReadFile("/proc/net/udp")
+		if err != nil {
+			t.Skipf("no /proc/net/udp: %v", err)
+		}
+		if strings.Contains(string(b), local) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink bound no port in 15s; stderr %q", errOut.String())
+		}
+		select {
+		case <-done:
+			t.Fatalf("the sink exited: stdout %q, stderr %q", out.String(), errOut.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sink did not exit after SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(out.String(), "received 0 packets") {
+		t.Errorf("exit %d (%v), stdout %q, stderr %q; want 130 and a result", code, cmd.ProcessState, out.String(), errOut.String())
+	}
+}
