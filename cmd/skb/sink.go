@@ -465,7 +465,8 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 				return errors.New("sink: --gro: the kernel refused UDP_GRO on this socket")
 			}
 			if listen.Port() == 0 {
-				fmt.Fprintf(os.Stderr, "sink: listening on %v\n", d.LocalAddr())
+				listen = d.LocalAddr() // the result names the port the kernel picked (one flow: see above)
+				fmt.Fprintf(os.Stderr, "sink: listening on %v\n", listen)
 			}
 		}
 	} else {

@@ -506,21 +506,22 @@ func TestBigDatagrams(t *testing.T) {
 }
 
 // TestListenPortZero checks that the receivers given port 0 say on stderr
-// which port the kernel picked, and receive there.
+// which port the kernel picked, receive there, and name it in their JSON
+// result.
 func TestListenPortZero(t *testing.T) {
 	for _, tc := range []struct {
 		args   []string // the receiver
 		client func(addr string) []string
 		result string // in the receiver's stdout
 	}{
-		{[]string{"sink", "-n", "20", "-t", "10s"},
+		{[]string{"sink", "-n", "20", "-t", "10s", "--json"},
 			func(addr string) []string { return []string{"pktgen", "--dst", addr, "-n", "20", "-r", "20000"} },
-			"received 20 packets"},
-		{[]string{"pingpong", "--server", "--count", "11", "-t", "10s"},
+			`"packets":20,`},
+		{[]string{"pingpong", "--server", "--count", "11", "-t", "10s", "--json"},
 			func(addr string) []string {
 				return []string{"pingpong", "--connect", addr, "-n", "10", "--timeout", "2s"}
 			},
-			"echoed 11 packets"},
+			`"echoed":11,`},
 	} {
 		t.Run(tc.args[0], func(t *testing.T) {
 			cmd := exec.Command(buildSkb(t), append(tc.args, "--listen", "127.0.0.1:0")...)
@@ -549,7 +550,7 @@ func TestListenPortZero(t *testing.T) {
 			select {
 			case err := <-done:
 				done <- err
-				if err != nil || !strings.Contains(out.String(), tc.result) {
+				if err != nil || !strings.Contains(out.String(), tc.result) || !strings.Contains(out.String(), `"listen":"`+m[1]+`"`) {
 					t.Errorf("%v: %v; stdout %q, stderr %q", tc.args, err, out.String(), errOut.String())
 				}
 			case <-time.After(15 * time.Second):
