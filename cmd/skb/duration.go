@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"math"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -24,9 +25,15 @@ var errDuration = errors.New("want a number of seconds (10, 0.5) or a duration w
 var errDurationRange = errors.New("too long: want at most 292 years (9223372036 seconds)")
 
 func (d *durationValue) Set(s string) error {
-	if v, err := time.ParseDuration(s); err == nil {
+	v, err := time.ParseDuration(s)
+	if err == nil {
 		*d = durationValue(v)
 		return nil
+	}
+	if durationSyntax.MatchString(s) {
+		// Written as a duration, and yet refused: too long for one
+		// ("2562048h").
+		return errDurationRange
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) {
@@ -37,7 +44,7 @@ func (d *durationValue) Set(s string) error {
 	if ns := f * float64(time.Second); ns >= math.MaxInt64 || ns <= math.MinInt64 {
 		return errDurationRange
 	}
-	v := time.Duration(f * float64(time.Second))
+	v = time.Duration(f * float64(time.Second))
 	if v == 0 && f != 0 {
 		// A positive (or negative) value below 1ns would pass as 0.
 		return errDurationTiny
@@ -45,6 +52,9 @@ func (d *durationValue) Set(s string) error {
 	*d = durationValue(v)
 	return nil
 }
+
+// durationSyntax matches what time.ParseDuration takes, whatever its size.
+var durationSyntax = regexp.MustCompile(`^[-+]?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // errDurationTiny is what a flag says of a number of seconds that rounds
 // to no time at all.

@@ -41,6 +41,17 @@ func TestDurationFlag(t *testing.T) {
 			t.Errorf("Set(%q) = %v, want an error", tc.in, d)
 		}
 	}
+	// Too long, written either way: the range error, not the syntax one.
+	for _, in := range []string{"2562048h", "1e20", "-2562048h", "106751d"} {
+		var d time.Duration
+		want := errDurationRange
+		if in == "106751d" {
+			want = errDuration // no unit d
+		}
+		if err := (*durationValue)(&d).Set(in); err != want {
+			t.Errorf("Set(%q): %v, want %v", in, err, want)
+		}
+	}
 	for d, want := range map[time.Duration]string{0: "0", 1500 * time.Millisecond: "1.5s"} {
 		if got := (*durationValue)(&d).String(); got != want {
 			t.Errorf("String of %v = %q, want %q", d, got, want)

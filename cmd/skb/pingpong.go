@@ -314,7 +314,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		return fmt.Errorf("pingpong: %w", err)
 	}
 	switch {
-	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
+	case !unicast(dst.Addr()):
 		return fmt.Errorf("pingpong: --connect %v: want a unicast address", dst)
 	case o.size < traffic.StampLen || o.size > maxPayload(dst.Addr()):
 		return fmt.Errorf("pingpong: --size %d: want %d to %d bytes (%s)", o.size, traffic.StampLen, maxPayload(dst.Addr()), payloadLimit(dst.Addr()))
@@ -357,6 +357,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 				err = bindErr("", "src", src, err)
 			}
 			return fmt.Errorf("pingpong: %w", err)
+		}
+		if w := fragmentWarning("pingpong", o.size, nil, src, dst); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), w)
 		}
 		dev, closeDev = d, d.Close
 		routePicks = d.LocalAddr().Addr() != dst.Addr().Unmap()

@@ -80,8 +80,9 @@ rings the doorbell once per N packets (xmit_more); on the udp device a
 doorbell, one sendmmsg, takes at most 1024 (the kernel's UIO_MAXIOV), so a
 larger burst rings once per 1024. --gso sends each burst as one UDP GSO
 super-packet (udp device only) of at most 64 datagrams (UDP_MAX_SEGMENTS of
-the kernel that brought UDP_SEGMENT): a larger burst goes as several, a
-doorbell each.
+the kernel that brought UDP_SEGMENT) and at most 65507 bytes of payload (as
+one datagram's): a larger burst goes as several, a doorbell each, and
+datagrams over 32753 bytes go one per doorbell.
 On a link-layer device pktgen computes each frame's UDP checksum;
 --no-udp-csum leaves it 0 over IPv4 ("none", RFC 768), as the kernel's pktgen
 does without UDPCSUM, and saves that work per packet.
@@ -211,7 +212,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	switch {
 	case int(dst.Port())+o.flows-1 > 0xffff:
 		return fmt.Errorf("pktgen: --dst %v with %d flows: ports must lie in 1 to 65535", dst, o.flows)
-	case dst.Addr().IsUnspecified() || dst.Addr().IsMulticast():
+	case !unicast(dst.Addr()):
 		return fmt.Errorf("pktgen: --dst %v: want a unicast address", dst)
 	case o.size < traffic.StampLen || o.size > maxPayload(dst.Addr()):
 		return fmt.Errorf("pktgen: --size %d: want %d to %d bytes (%s)", o.size, traffic.StampLen, maxPayload(dst.Addr()), payloadLimit(dst.Addr()))
@@ -236,7 +237,12 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		if cfg.IMIX, err = traffic.ParseIMIX(o.imix); err != nil {
 			// The flag names the setting: the message without the
 			// library's "traffic: invalid config: ".
-			return fmt.Errorf("pktgen: --imix: %s", strings.TrimPrefix(err.Error(), traffic.ErrConfig.Error()+": "))
+			// "imix "LIST": ..." reads as "--imix "LIST": ...".
+			msg := strings.TrimPrefix(err.Error(), traffic.ErrConfig.Error()+": ")
+			if rest, ok := strings.CutPrefix(msg, "imix \""); ok {
+				return fmt.Errorf("pktgen: --imix \"%s", rest)
+			}
+			return fmt.Errorf("pktgen: --imix: %s", msg)
 		}
 		for _, e := range cfg.IMIX {
 			if e.Size > maxPayload(dst.Addr()) {
@@ -283,7 +289,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			d.Close()
 			return errors.New("pktgen: --gso: the kernel refused UDP_SEGMENT on this socket")
 		}
-		if w := fragmentWarning(o.size, cfg.IMIX, src, dst); w != "" {
+		if w := fragmentWarning("pktgen", o.size, cfg.IMIX, src, dst); w != "" {
 			fmt.Fprintln(cmd.ErrOrStderr(), w)
 		}
 		dev, closeDev = d, d.Close
@@ -391,13 +397,14 @@ func sendsToSelf(src, dst netip.AddrPort, flows int) bool {
 	return a == d || a.IsUnspecified() && d.IsLoopback()
 }
 
-// fragmentWarning returns the warning for a UDP pktgen whose largest
-// datagram (size, or the largest of mix when there is one) does not fit
-// the MTU of the route from src to dst with its IP and UDP headers, or "".
-// The kernel sends such a datagram as IP fragments: a UDP receiver
-// reassembles them, but a link-layer sink sees fragments, which it does
-// not count, and reports their datagrams lost.
-func fragmentWarning(size int, mix []traffic.IMIXEntry, src, dst netip.AddrPort) string {
+// fragmentWarning returns the warning of command what (pktgen, pingpong)
+// sending UDP whose largest datagram (size, or the largest of mix when
+// there is one) does not fit the MTU of the route from src to dst with its
+// IP and UDP headers, or "". The kernel sends such a datagram as IP
+// fragments: a UDP receiver reassembles them, but a link-layer receiver
+// sees fragments: a sink does not count them (and reports their datagrams
+// lost), a ping-pong server does not answer them.
+func fragmentWarning(what string, size int, mix []traffic.IMIXEntry, src, dst netip.AddrPort) string {
 	if len(mix) > 0 {
 		size = 0
 	}
@@ -415,6 +422,10 @@ func fragmentWarning(size int, mix []traffic.IMIXEntry, src, dst netip.AddrPort)
 	if size+hdr <= mtu {
 		return ""
 	}
-	return fmt.Sprintf("skb: pktgen: warning: %d-byte datagrams take %d bytes over %s, more than the MTU of %d bytes on the route to %v: the kernel sends each as IP fragments, which a link-layer sink does not count (datagrams of up to %d bytes fit)",
-		size, size+hdr, fam, mtu, dst.Addr(), mtu-hdr)
+	peer := "a link-layer sink does not count"
+	if what == "pingpong" {
+		peer = "a link-layer server does not answer"
+	}
+	return fmt.Sprintf("skb: %s: warning: %d-byte datagrams take %d bytes over %s, more than the MTU of %d bytes on the route to %v: the kernel sends each as IP fragments, which %s (datagrams of up to %d bytes fit)",
+		what, size, size+hdr, fam, mtu, dst.Addr(), peer, mtu-hdr)
 }

@@ -197,8 +197,8 @@ func (o *sinkOpts) check(cmd *cobra.Command) error {
 		return fmt.Errorf("sink: --sleep %v: want 0 (wait to be woken) to 1s", o.sleep)
 	case o.spin && cmd.Flags().Changed("sleep"):
 		return errors.New("sink: give --spin or --sleep, not both")
-	case o.rcvbuf < 0:
-		return fmt.Errorf("sink: --rcvbuf %d: want 0 (the kernel's default) or more", o.rcvbuf)
+	case o.rcvbuf < 0 || o.rcvbuf > udp.MaxSockBuf:
+		return fmt.Errorf("sink: --rcvbuf %d: want 0 (the kernel's default) to %d bytes", o.rcvbuf, udp.MaxSockBuf)
 	}
 	return nil
 }

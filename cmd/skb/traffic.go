@@ -214,8 +214,11 @@ func parseAddrPort(flag, s string) (netip.AddrPort, error) {
 		host = "127.0.0.1"
 	}
 	a, err := netip.ParseAddr(host)
-	if err != nil || a.Zone() != "" {
+	switch {
+	case err != nil:
 		return netip.AddrPort{}, fmt.Errorf("--%s %q: %q is not an IP address", flag, s, host)
+	case a.Zone() != "":
+		return netip.AddrPort{}, fmt.Errorf("--%s %q: addresses with a zone (%%%s) are not supported: give the address alone", flag, s, a.Zone())
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil || (p == 0 && !kernelPicksPort(flag)) {
@@ -362,6 +365,15 @@ func checkRoute(flag string, src, dst netip.AddrPort) error {
 		return fmt.Errorf("--%s %v is unreachable: %w", flag, dst, err)
 	}
 	return c.Close()
+}
+
+// unicast reports whether a is an address one host answers at: not the
+// unspecified address, a multicast group or IPv4's limited broadcast
+// (255.255.255.255). (A subnet's broadcast address is only known from its
+// route: dstGuard refuses those.)
+func unicast(a netip.Addr) bool {
+	a = a.Unmap()
+	return !a.IsUnspecified() && !a.IsMulticast() && a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 
 // signalHelp is what the help of every measuring command says of signals.
