@@ -839,8 +839,12 @@ func (h *Host) sysctl(key, value string) error {
 }
 
 // makeNS makes the named network namespace with netns.NewNamed on a thread
-// that is discarded afterwards (NewNamed leaves it inside the new namespace).
+// that is discarded afterwards (NewNamed leaves it inside the new namespace),
+// in the namespace directory shareNSDir prepares.
 func makeNS(name string) error {
+	if err := shareNSDir(); err != nil {
+		return err
+	}
 	var err error
 	// NewNamed moves the thread into the new namespace: thread.Run ends
 	// the thread with it (never the process's main thread).
@@ -859,7 +863,44 @@ func makeNS(name string) error {
 	return err
 }
 
-func nsPath(name string) string { return "/run/netns/" + name }
+func nsPath(name string) string { return nsDir + "/" + name }
+
+// nsDir is where named network namespaces are mounted (ip-netns(8)).
+const nsDir = "/run/netns"
+
+// shareNSDir makes nsDir a mount point of its own with shared propagation,
+// as ip-netns(8) does before it adds a namespace, unless it is one
+// already. A namespace is a bind mount on a file in nsDir: made while nsDir
+// is a plain directory, it sits under the mount that a later "ip netns
+// add" puts over nsDir, where no path reaches it to unmount it, and its
+// file cannot be removed (EBUSY): the lab could not be removed. The check
+// and the mount hold an exclusive flock(2) on nsDir, so that two labs made
+// at once do not mount it twice.
+func shareNSDir() error {
+	if err := os.MkdirAll(nsDir, 0o755); err != nil {
+		return fmt.Errorf("lab: %w%s", err, need(err, "CAP_DAC_OVERRIDE"))
+	}
+	fd, err := unix.Open(nsDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("lab: open %s: %w", nsDir, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lab: lock %s: %w", nsDir, err)
+	}
+	defer unix.Flock(fd, unix.LOCK_UN)
+	err = unix.Mount("", nsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	if errors.Is(err, unix.EINVAL) {
+		// Not a mount point: bind it onto itself, then share it.
+		if err = unix.Mount(nsDir, nsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err == nil {
+			err = unix.Mount("", nsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("lab: make %s a shared mount: %w%s", nsDir, err, need(err, "CAP_SYS_ADMIN"))
+	}
+	return nil
+}
 
 // deleteNS unmounts and removes a named namespace; one already gone is not an error.
 func deleteNS(name string) error {

@@ -764,3 +764,48 @@ func TestProcs(t *testing.T) {
 		t.Errorf("Procs of no lab: %v, want ErrNotFound", err)
 	}
 }
+
+// TestFreshNSDir checks that a lab made while /run/netns is a plain
+// directory, as on a machine where no namespace was ever named, can be
+// removed after "ip netns add" made /run/netns a mount point of its own.
+// It runs in a mount namespace of its own (unshare(1)) with a fresh /run,
+// so the machine's /run/netns, which other tests use at once, is not
+// touched.
+func TestFreshNSDir(t *testing.T) {
+	labtest.RequireRoot(t)
+	if os.Getenv("SKB_FRESH_NSDIR") == "" {
+		if _, err := exec.LookPath("unshare"); err != nil {
+			t.Skipf("unshare(1) not found: %v", err)
+		}
+		cmd := exec.Command("unshare", "--mount", "--propagation", "private", os.Args[0], "-test.run", "^TestFreshNSDir$", "-test.v")
+		cmd.Env = append(os.Environ(), "SKB_FRESH_NSDIR=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("--- PASS: TestFreshNSDir")) {
+			t.Fatalf("in a mount namespace of its own: %v\n%s", err, out)
+		}
+		return
+	}
+	if err := unix.Mount("tmpfs", "/run", "tmpfs", 0, "mode=755"); err != nil {
+		t.Fatalf("mount a tmpfs on /run: %v", err)
+	}
+	if err := os.Mkdir("/run/netns", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("skbf%d", os.Getpid()%100000)
+	l, err := lab.New(lab.Options{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := fmt.Sprintf("skbg%d", os.Getpid()%100000)
+	if out, err := exec.Command("ip", "netns", "add", other).CombinedOutput(); err != nil {
+		l.Close()
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	defer exec.Command("ip", "netns", "del", other).Run()
+	if err := l.Close(); err != nil {
+		t.Errorf("removing the lab after ip netns add: %v", err)
+	}
+	if ns := netnsList(t); ns[name+"A"] || ns[name+"B"] || !ns[other] {
+		t.Errorf("namespaces after the removal: %v", ns)
+	}
+}
