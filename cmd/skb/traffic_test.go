@@ -1066,22 +1066,30 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// startSkb starts skb with args, its stdout and stderr captured; done
+// closes when it has exited. The test's cleanup kills it and waits.
+func startSkb(t *testing.T, args ...string) (cmd *exec.Cmd, out, errOut *syncBuffer, done <-chan struct{}) {
+	t.Helper()
+	cmd = exec.Command(buildSkb(t), args...)
+	out, errOut = new(syncBuffer), new(syncBuffer)
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	return cmd, out, errOut, exited
+}
+
 // interrupt runs skb with args until it has printed a line on ready (its
 // stdout or stderr), sends it sig, and returns its output and exit status.
 func interrupt(t *testing.T, sig syscall.Signal, readyOnStderr bool, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(buildSkb(t), args...)
-	var out, errOut syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	defer func() { cmd.Process.Kill(); <-done }()
-	ready := &out
+	cmd, out, errOut, done := startSkb(t, args...)
+	ready := out
 	if readyOnStderr {
-		ready = &errOut
+		ready = errOut
 	}
 	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(ready.String(), "\n"); {
 		if time.Now().After(deadline) {
@@ -1262,15 +1270,7 @@ func TestSinkFlowBudget(t *testing.T) {
 // does: a result and 128 + the signal, not a command killed without one.
 func TestInterruptDuringSetup(t *testing.T) {
 	base := freePorts(t, sinkMaxFlows)
-	cmd := exec.Command(buildSkb(t), "sink", "--listen", fmt.Sprintf("127.0.0.1:%d", base), "-f", fmt.Sprint(sinkMaxFlows), "-t", "30s")
-	var out, errOut syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	defer func() { cmd.Process.Kill(); <-done }()
+	cmd, out, errOut, done := startSkb(t, "sink", "--listen", fmt.Sprintf("127.0.0.1:%d", base), "-f", fmt.Sprint(sinkMaxFlows), "-t", "30s")
 	// The first port bound (read from /proc/net/udp, where a probe of our
 	// own could not take the port from the sink): the sink is opening its
 	// sockets.
