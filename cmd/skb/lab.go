@@ -577,8 +577,11 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 func signalLabProcs(name string, s syscall.Signal) {
 	pids, _ := lab.Procs(name)
 	for _, pid := range pids {
-		if pid != os.Getpid() {
-			syscall.Kill(pid, s)
+		if pid == os.Getpid() {
+			continue
+		}
+		if p, err := os.FindProcess(pid); err == nil {
+			p.Signal(s)
 		}
 	}
 }
