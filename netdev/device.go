@@ -49,8 +49,10 @@ type Device interface {
 
 	// Wait blocks until Poll would find a packet or timeout passes; a
 	// negative timeout waits without limit. It returns nil when there is
-	// something to receive, ErrTimeout, or ErrClosed once the device is
-	// closed (Close wakes a waiting Wait).
+	// something to receive, ErrTimeout (never before timeout, and for a
+	// short timeout within a few ms of it: not rounded up to the kernel's
+	// tick), or ErrClosed once the device is closed (Close wakes a waiting
+	// Wait).
 	Wait(timeout time.Duration) error
 
 	// Cache returns the pool cache the device allocates receive buffers

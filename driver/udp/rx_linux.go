@@ -213,7 +213,7 @@ func (d *Device) rxError(err error) error {
 // recvmmsg; the messages become pending. A call with MSG_DONTWAIT goes
 // as a raw system call (it cannot sleep); MSG_WAITFORONE without it sleeps
 // until the first datagram and takes what else is queued. With KeepP a
-// call that sleeps goes raw too, and returns EINTR to sleepHeld, which
+// call that sleeps goes raw too, and returns EINTR to sleep, which
 // must let the runtime preempt it before it calls again.
 func (d *Device) recv(n, flags int) (int, error) {
 	r := &d.rx
@@ -565,7 +565,9 @@ func (d *Device) DstAddr() netip.Addr {
 // negative timeout waits without limit, zero only looks). It returns nil
 // when there is something to receive, netdev.ErrTimeout, ErrClosed once the
 // device is closed (Close wakes a waiting Wait), or the receive call's error
-// prefixed "udp: wait: ".
+// prefixed "udp: wait: ". A timeout is kept to within the thread's timer
+// slack (50 µs by default) and the scheduler's latency, not rounded to the
+// kernel's tick (1-10 ms): a Wait of 1 ms returns after about 1 ms.
 //
 // Wait receives itself, with one recvmmsg(2) with MSG_WAITFORONE that sleeps
 // in the kernel (bounded by SO_RCVTIMEO) until the first datagram comes and
@@ -641,19 +643,115 @@ func (d *Device) spin(timeout time.Duration) error {
 // sleeping in poll(2) and receiving in Poll, saves a system call on the
 // wake-up path; measured on a loopback round trip it is also what keeps the
 // Go scheduler off that path.
+//
+// The kernel counts SO_RCVTIMEO in ticks and ends it late by up to two
+// (8 ms at HZ=250; a Wait of 1 µs slept 8 ms): the receive that sleeps is
+// given only the part of a positive timeout it cannot overrun
+// (sleepable), and the rest, or all of a timeout shorter than three ticks,
+// is slept in ppoll(2), whose timer keeps time to tens of µs, with a
+// receive that does not sleep after it. The clock is read for a positive
+// timeout only: once before the first sleep, and after each that ends
+// without a datagram. With KeepP each sleep lasts heldSlice at most, and
+// one that ends without a datagram (the runtime's preemption signal,
+// EINTR, or the slice over) is followed by runtime.Gosched, which lets the
+// runtime have the P, before the next.
 func (d *Device) sleep(timeout time.Duration) error {
-	switch {
-	case timeout == 0:
-		k, err := d.recv(len(d.rx.bufs), unix.MSG_DONTWAIT)
+	r := &d.rx
+	if timeout == 0 {
+		k, err := d.recv(len(r.bufs), unix.MSG_DONTWAIT)
 		return d.woke(k, err)
-	case d.keepP:
-		return d.sleepHeld(timeout)
 	}
-	if err := d.setRcvTimeo(timeout); err != nil {
-		return err
+	var start time.Duration
+	if timeout > 0 {
+		start = monoNow()
 	}
-	k, err := d.waitRecv()
-	return d.woke(k, err)
+	left := timeout
+	for {
+		slice := left // negative: without end
+		if timeout > 0 {
+			slice = sleepable(left)
+		}
+		if d.keepP && (slice < 0 || slice > heldSlice) {
+			slice = heldSlice
+		}
+		var k int
+		var err error
+		if slice != 0 {
+			if err := d.setRcvTimeo(slice); err != nil {
+				return err
+			}
+			k, err = d.waitRecv()
+		} else {
+			k, err = d.pollRecv(left)
+		}
+		if k > 0 || err != unix.EINTR && err != unix.EAGAIN {
+			return d.woke(k, err)
+		}
+		if d.keepP {
+			runtime.Gosched()
+		}
+		if d.closing() {
+			r.discard()
+			return errWaitClosed
+		}
+		if timeout > 0 {
+			if left = timeout - (monoNow() - start); left <= 0 {
+				return netdev.ErrTimeout
+			}
+		}
+	}
+}
+
+// tick is the kernel's scheduler tick (a jiffy, 1/HZ s), in which it
+// counts SO_RCVTIMEO: the resolution of CLOCK_MONOTONIC_COARSE
+// (clock_getres(2)), which advances once a tick; 10 ms, the longest tick
+// (HZ=100), where that is not between 1 and 10 ms.
+var tick = kernelTick()
+
+func kernelTick() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGetres(unix.CLOCK_MONOTONIC_COARSE, &ts) == nil {
+		if d := time.Duration(ts.Nano()); d >= time.Millisecond && d <= 10*time.Millisecond {
+			return d
+		}
+	}
+	return 10 * time.Millisecond
+}
+
+// sleepable returns the longest SO_RCVTIMEO that cannot end after left, in
+// whole ticks (so that waits of one length set the socket's timeout once),
+// or 0 when that is under a tick. The kernel rounds the timeout up to
+// whole ticks, and its timer wheel ends it on the tick after it expires,
+// or, for 64 ticks and more, on a coarser grain of at most an eighth of it
+// (kernel/time/timer.c): up to two ticks and an eighth late.
+func sleepable(left time.Duration) time.Duration {
+	s := left - 2*tick - left/8
+	if s < tick {
+		return 0
+	}
+	return s - s%tick
+}
+
+// pollRecv is sleep's precise part: it sleeps in ppoll(2) until the socket
+// is readable or left passes (heldSlice at most with KeepP), and then
+// receives what is queued without sleeping. It returns the datagrams
+// received, now pending, and EAGAIN when none came, EINTR when a signal
+// ended the sleep, or the receive's error.
+func (d *Device) pollRecv(left time.Duration) (int, error) {
+	var ok bool
+	var e unix.Errno
+	if d.keepP {
+		ok, e = mmsg.PollInHeld(d.fd, min(left, heldSlice))
+	} else {
+		ok, e = mmsg.PollIn(d.fd, left)
+	}
+	switch {
+	case e != 0:
+		return 0, e
+	case !ok:
+		return 0, unix.EAGAIN
+	}
+	return d.recv(len(d.rx.bufs), unix.MSG_DONTWAIT)
 }
 
 // waitProbe is how often a Wait that sleeps in a receive of one datagram
@@ -663,7 +761,7 @@ const waitProbe = 8
 // waitRecv makes the receive that sleeps until a datagram comes, bounded
 // by SO_RCVTIMEO, and returns how many datagrams it received, now pending,
 // and its error: with KeepP, EINTR when a signal ended the sleep, for
-// sleepHeld to handle (without KeepP an interrupted call is made again).
+// sleep to handle (without KeepP an interrupted call is made again).
 //
 // A recvmmsg(2) with MSG_WAITFORONE that wakes for one datagram then tries
 // for a second that is not there: the kernel's receive work twice, on
@@ -716,58 +814,14 @@ func (d *Device) waitOneRecv() (int, error) {
 	return 1, nil
 }
 
-// heldSlice is the longest one receive of sleepHeld sleeps. The runtime's
-// preemption signal ends such a receive early; where the program has that
+// heldSlice is the longest a KeepP device asks one sleep to last. The runtime's
+// preemption signal ends such a sleep early; where the program has that
 // signal off (GODEBUG=asyncpreemptoff=1 set by a //go:debug line, which
 // Open cannot see, or SIGURG ignored after Open) the slice bounds how long
-// a stop of the world waits for the sleeping receive. A socket needs a
+// a stop of the world waits for the sleeping call. A receive needs a
 // finite receive timeout either way: without one the kernel restarts an
 // interrupted receive (see mmsg.RecvmmsgHeld). A variable for the tests.
 var heldSlice = 10 * time.Millisecond
-
-// sleepHeld is sleep for a device with KeepP: raw blocking recvmmsg calls
-// with MSG_WAITFORONE, which keep the goroutine's P while they sleep, each
-// for at most heldSlice. When one ends without a datagram (the runtime's
-// preemption signal, EINTR, or the slice over), runtime.Gosched lets the
-// runtime have the P, and the next sleeps for what is left of timeout (a
-// negative timeout: without end). The clock is read for a positive timeout
-// only: once before the first receive, and after each that ends without a
-// datagram.
-func (d *Device) sleepHeld(timeout time.Duration) error {
-	r := &d.rx
-	var start time.Duration
-	if timeout > 0 {
-		start = monoNow()
-	}
-	left := timeout
-	for {
-		slice := heldSlice
-		if timeout > 0 {
-			slice = min(left, heldSlice)
-		}
-		if err := d.setRcvTimeo(slice); err != nil {
-			return err
-		}
-		k, err := d.waitRecv()
-		if k > 0 || err != unix.EINTR && err != unix.EAGAIN {
-			return d.woke(k, err)
-		}
-		// Preempted, or a slice over: a preemption point, then what is
-		// left. (The kernel counts a timeout in jiffies, and a sleep that
-		// begins within one can end up to one short: the clock, not the
-		// EAGAIN, says when timeout has passed.)
-		runtime.Gosched()
-		if d.closing() {
-			r.discard()
-			return errWaitClosed
-		}
-		if timeout > 0 {
-			if left = timeout - (monoNow() - start); left <= 0 {
-				return netdev.ErrTimeout
-			}
-		}
-	}
-}
 
 // monoBase is where monoNow counts from.
 var monoBase = time.Now()

@@ -5,6 +5,7 @@ package udp
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -109,6 +110,94 @@ func TestWaitOne(t *testing.T) {
 				if s != uint32(100+i) {
 					t.Fatalf("order: got %v", got)
 				}
+			}
+		})
+	}
+}
+
+// TestWaitPrecise checks that Wait keeps a short timeout to within a few
+// ms, where a receive timeout (SO_RCVTIMEO) alone ends one or two kernel
+// ticks late (a Wait of 1 ms returned after 8 ms at HZ=250): the fastest
+// of five waits on an empty socket returns no sooner than its timeout and
+// less than 2 ms after it, sleeping and keeping the P. A Wait in its
+// ppoll(2) part still returns for a datagram, with it pending, and for
+// Close, and a wait with a datagram queued allocates nothing.
+func TestWaitPrecise(t *testing.T) {
+	for _, keepP := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keepp=%v", keepP), func(t *testing.T) {
+			tx, rx := pair(t, lo4, Config{}, Config{KeepP: keepP})
+			for _, timeout := range []time.Duration{time.Microsecond, time.Millisecond, 3 * time.Millisecond, 3*tick + 500*time.Microsecond, 20 * time.Millisecond} {
+				fastest := time.Hour
+				for range 5 {
+					start := time.Now()
+					err := rx.Wait(timeout)
+					el := time.Since(start)
+					if !errors.Is(err, netdev.ErrTimeout) {
+						t.Fatalf("Wait(%v) on an empty socket: %v", timeout, err)
+					}
+					if el < timeout {
+						t.Fatalf("Wait(%v) returned after %v, before its timeout", timeout, el)
+					}
+					fastest = min(fastest, el)
+				}
+				if fastest > timeout+2*time.Millisecond {
+					t.Errorf("Wait(%v): the fastest of five returned after %v (the kernel's tick is %v)", timeout, fastest, tick)
+				}
+			}
+
+			// A datagram while Wait sleeps in ppoll: 2 ticks is too short
+			// for a receive timeout.
+			if s := sleepable(2 * tick); s != 0 {
+				t.Fatalf("sleepable(%v) = %v, want 0", 2*tick, s)
+			}
+			go func() {
+				time.Sleep(tick / 4)
+				sendRun(t, tx, 9, 1, 64)
+			}()
+			if err := rx.Wait(2 * tick); err != nil {
+				t.Fatalf("Wait with a datagram sent during it: %v", err)
+			}
+			got := 0
+			h := func(b *skb.Buff) {
+				if s, ok := checkPattern(b.Data()); !ok || s != 9 {
+					t.Errorf("datagram %d, intact %v", s, ok)
+				}
+				got++
+				rx.Cache().Free(b)
+			}
+			if n, err := rx.Poll(64, h); err != nil || n != 1 {
+				t.Fatalf("Poll after Wait: %d, %v", n, err)
+			}
+
+			// No allocation: a wait that finds a datagram queued, and one
+			// in ppoll that times out.
+			allocs := testing.AllocsPerRun(20, func() {
+				sendRun(t, tx, 9, 1, 64)
+				if err := rx.Wait(2 * tick); err != nil {
+					t.Fatalf("Wait: %v", err)
+				}
+				if _, err := rx.Poll(64, h); err != nil {
+					t.Fatal(err)
+				}
+				if err := rx.Wait(100 * time.Microsecond); !errors.Is(err, netdev.ErrTimeout) {
+					t.Fatalf("Wait on an empty socket: %v", err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%.1f allocations per wait", allocs)
+			}
+
+			// Close wakes a Wait in ppoll.
+			errc := make(chan error, 1)
+			go func() { errc <- rx.Wait(2 * tick) }()
+			time.Sleep(tick / 4)
+			start := time.Now()
+			rx.Close()
+			if err := <-errc; !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("Wait when Close came: %v", err)
+			}
+			if el := time.Since(start); el > tick {
+				t.Errorf("Wait returned %v after Close", el)
 			}
 		})
 	}

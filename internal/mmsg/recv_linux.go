@@ -3,6 +3,7 @@
 package mmsg
 
 import (
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -125,6 +126,35 @@ func RecvfromHeld(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32
 		uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_TRUNC,
 		uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(namelen)))
 	return int(r), errno
+}
+
+// PollIn sleeps in ppoll(2) until fd is readable (POLLIN, or POLLERR or
+// POLLHUP, which a receive then reports) or timeout passes, and reports
+// whether it is. The kernel keeps the timeout with a high-resolution timer,
+// to within the thread's timer slack (50 µs by default, prctl(2)
+// PR_SET_TIMERSLACK), where a socket's SO_RCVTIMEO counts in scheduler
+// ticks (jiffies) and ends one or two ticks late. It tells the Go
+// scheduler, as unix.Syscall6 does. It returns errno 0 on success, or the
+// errno: EINTR when a signal ended the sleep (ppoll is never restarted
+// after a signal handler ran, signal(7)), EINVAL for a negative timeout.
+func PollIn(fd int, timeout time.Duration) (bool, unix.Errno) {
+	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	ts := unix.NsecToTimespec(int64(timeout))
+	r, _, errno := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return errno == 0 && r > 0, errno
+}
+
+// PollInHeld is PollIn for a caller that must keep its P while it sleeps
+// (see RecvmmsgHeld): it enters the kernel through Raw6. The runtime's
+// preemption signal ends the call with EINTR (ppoll is not restarted, so
+// the socket needs no receive timeout); the caller must reach a preemption
+// point before it calls again, and should keep timeout short for a program
+// that has the signal off, where nothing else ends the call.
+func PollInHeld(fd int, timeout time.Duration) (bool, unix.Errno) {
+	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	ts := unix.NsecToTimespec(int64(timeout))
+	r, _, errno := Raw6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return errno == 0 && r > 0, errno
 }
 
 // Meminfo reads the socket's memory counters (getsockopt SO_MEMINFO, the

@@ -51,8 +51,9 @@ import (
 //     more than budget; Poll with a nil handler and Xmit of a nil buffer
 //     panic with the driver's message (not a runtime error), taking nothing; Wait returns nil when packets wait and wakes as one arrives, an
 //     error matching ErrTimeout (os.ErrDeadlineExceeded) after its timeout
-//     when none does, and one matching net.ErrClosed when another goroutine
-//     closes the device.
+//     when none does (the fastest of five Waits of 2 ms within 3 ms of it,
+//     not rounded up to the kernel's tick), and one matching net.ErrClosed
+//     when another goroutine closes the device.
 //   - closed: after Close every method (Xmit, which still frees the packet,
 //     Flush, Poll, Wait, a second Close) returns an error matching
 //     net.ErrClosed.
@@ -581,6 +582,46 @@ func (e *env) expectTimeout(what string) {
 	}
 }
 
+// expectPrecise checks that a short Wait on RX, with nothing of the
+// suite's to receive, keeps its timeout: the fastest of five Waits of 2
+// ms returns ErrTimeout within 3 ms of it (a receive timeout that the
+// kernel counts in ticks, SO_RCVTIMEO, ends 1 to 2 ticks late: 8 ms for
+// 2 ms at HZ=250). Packets that are not the suite's are polled away and
+// that Wait does not count.
+func (e *env) expectPrecise(what string) {
+	t := e.t
+	t.Helper()
+	const timeout, slack = 2 * time.Millisecond, 3 * time.Millisecond
+	fastest, timedOut := time.Hour, 0
+	for try := 0; try < 20 && timedOut < 5; try++ {
+		start := time.Now()
+		err := e.rx.Wait(timeout)
+		took := time.Since(start)
+		if err == nil {
+			var scratch []byte
+			c := e.rx.Cache()
+			if _, err := e.rx.Poll(64, func(b *skb.Buff) {
+				if r := e.inspect(b, &scratch); r.ok {
+					t.Errorf("%s: seq %d arrived", what, r.seq)
+				}
+				c.Free(b)
+			}); err != nil {
+				t.Fatalf("%s: RX.Poll(64): %v", what, err)
+			}
+			continue
+		}
+		if !errors.Is(err, netdev.ErrTimeout) {
+			t.Errorf("%s: Wait(%v) returned %v; want an error matching netdev.ErrTimeout", what, timeout, err)
+			return
+		}
+		timedOut++
+		fastest = min(fastest, took)
+	}
+	if fastest > timeout+slack {
+		t.Errorf("%s: the fastest of five Waits of %v returned ErrTimeout after %v; want within %v of the timeout", what, timeout, fastest, slack)
+	}
+}
+
 // panicOf runs f and returns what it panicked with, as text ("" when it
 // returned).
 func panicOf(f func()) (msg string) {
@@ -599,6 +640,7 @@ func panicOf(f func()) (msg string) {
 func testPoll(t *testing.T, s *suite) {
 	e := open(t, s, netdev.Config{}, true)
 	e.expectTimeout("poll: Wait on an idle device")
+	e.expectPrecise("poll: a short Wait on an idle device")
 
 	const total, burst = 50, 10
 	for seq := uint32(0); seq < total; seq += burst {
