@@ -107,10 +107,14 @@ func (t *txq) init(batch int) {
 
 // Static errors of the transmit path, so that a drop allocates nothing.
 var (
-	errXmitTooBig   = fmt.Errorf("udp: xmit: %w", netdev.ErrTooBig)
+	errXmitTooBig4  = fmt.Errorf("udp: xmit: datagram longer than %d bytes, the most IPv4 carries: %w", MaxDatagram4, netdev.ErrTooBig)
+	errXmitTooBig6  = fmt.Errorf("udp: xmit: datagram longer than %d bytes, the most IPv6 carries: %w", MaxDatagram6, netdev.ErrTooBig)
 	errXmitNoDst    = opError{"xmit", ErrNoDestination}
+	errXmitFamily   = opError{"xmit", errDstFamily}
+	errXmitPort0    = opError{"xmit", errDstPort0}
+	errXmitUnspec   = opError{"xmit", errDstUnspec}
 	errXmitSrc      = opError{"xmit", ErrSource}
-	errXmitGSO      = fmt.Errorf("udp: xmit: GSO type other than UDP_L4: %w", netdev.ErrTooBig)
+	errXmitGSO      = fmt.Errorf("udp: xmit: GSO type other than UDP_L4 (a UDP socket segments UDP datagrams only): %w", errors.ErrUnsupported)
 	errXmitClosed   = fmt.Errorf("udp: xmit: %w", ErrClosed)
 	errPollClosed   = fmt.Errorf("udp: poll: %w", ErrClosed)
 	errFlushClosed  = fmt.Errorf("udp: flush: %w", ErrClosed)
@@ -119,6 +123,31 @@ var (
 	errWaitClosed   = fmt.Errorf("udp: wait: %w", ErrClosed)
 	errNilBuff      = errors.New("udp: Xmit of a nil *skb.Buff")
 )
+
+// Why an address is no destination (badDst).
+var (
+	errDstFamily = fmt.Errorf("%w: an IPv6 address on an IPv4 socket", ErrNoDestination)
+	errDstPort0  = fmt.Errorf("%w: port 0", ErrNoDestination)
+	errDstUnspec = fmt.Errorf("%w: the unspecified address", ErrNoDestination)
+)
+
+// badDst returns, for an address the socket cannot send to, why (an error
+// wrapping ErrNoDestination) and XmitTo's error for it, prefixed "udp:
+// xmit: "; nil, nil for one it can.
+func (d *Device) badDst(dst netip.AddrPort) (why, xmit error) {
+	a := dst.Addr()
+	switch {
+	case !a.IsValid():
+		return ErrNoDestination, errXmitNoDst
+	case d.family == unix.AF_INET && !a.Unmap().Is4():
+		return errDstFamily, errXmitFamily
+	case dst.Port() == 0:
+		return errDstPort0, errXmitPort0
+	case a.Unmap().IsUnspecified():
+		return errDstUnspec, errXmitUnspec
+	}
+	return nil, nil
+}
 
 // opError is one of the package's errors met in operation op: it reads
 // "udp: op: " and the error's text without its own "udp: ", and unwraps to
@@ -155,7 +184,10 @@ func (e opError) Unwrap() error { return e.err }
 // doorbell b is freed into the device's Cache, without a clone (seed 000),
 // whether it was sent or dropped. It returns an error wrapping
 // netdev.ErrTooBig for a datagram longer than MaxDatagram4 (IPv4) or
-// MaxDatagram6, ErrNoDestination, ErrClosed, or the doorbell's error
+// MaxDatagram6 (counted in tx_dropped_too_big), one wrapping
+// errors.ErrUnsupported for a GSO super-packet of another type than
+// skb.GSOUDPL4 (tx_dropped_error, each of its segments),
+// ErrNoDestination, ErrClosed, or the doorbell's error
 // (prefixed "udp: sendmmsg: ", the errno kept): the datagrams it could not
 // send were dropped and counted in tx_dropped_<reason>. An error rings the
 // doorbell for what was queued before it. It allocates nothing, except for
@@ -193,11 +225,11 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 		return errXmitClosed
 	}
 	defer d.exit()
+	if _, err := d.badDst(dst); err != nil {
+		return d.dropOne(b, netdev.DropError, err)
+	}
 	var name [mmsg.SockaddrMax]byte
 	n := mmsg.PutSockaddr(name[:], d.family, dst)
-	if n == 0 || dst.Port() == 0 || dst.Addr().Unmap().IsUnspecified() {
-		return d.dropOne(b, netdev.DropError, errXmitNoDst)
-	}
 	if !more && d.sendsAlone(b, name[:n]) {
 		// The doorbell of one datagram, rung from here (see sentOne), in
 		// XmitTo's own frame for the reason Poll makes its own probe.
@@ -247,11 +279,11 @@ func (d *Device) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more 
 		return errXmitClosed
 	}
 	defer d.exit()
+	if _, err := d.badDst(dst); err != nil {
+		return d.dropOne(b, netdev.DropError, err)
+	}
 	var name [mmsg.SockaddrMax]byte
 	n := mmsg.PutSockaddr(name[:], d.family, dst)
-	if n == 0 || dst.Port() == 0 || dst.Addr().Unmap().IsUnspecified() {
-		return d.dropOne(b, netdev.DropError, errXmitNoDst)
-	}
 	if src.Unmap().Is4() != dst.Addr().Unmap().Is4() || src.IsMulticast() || src.Unmap() == limitedBroadcast {
 		return d.dropOne(b, netdev.DropError, errXmitSrc)
 	}
@@ -315,17 +347,17 @@ func (d *Device) queue(b *skb.Buff, name []byte, src netip.Addr, more bool) erro
 	niov, gso := 1, 0
 	if b.IsGSO() {
 		if b.GSOType()&skb.GSOUDPL4 == 0 {
-			return d.dropOne(b, netdev.DropTooBig, errXmitGSO)
+			return d.dropOne(b, netdev.DropError, errXmitGSO)
 		}
 		if g := b.GSOSize(); n > g {
 			if g > d.maxTo(name) {
-				return d.dropOne(b, netdev.DropTooBig, errXmitTooBig)
+				return d.dropOne(b, netdev.DropTooBig, d.tooBig(name))
 			}
 			gso = g
 		}
 	}
 	if gso == 0 && n > d.maxTo(name) {
-		return d.dropOne(b, netdev.DropTooBig, errXmitTooBig)
+		return d.dropOne(b, netdev.DropTooBig, d.tooBig(name))
 	}
 	if b.IsNonlinear() {
 		niov = countIov(b)
@@ -437,6 +469,14 @@ func (d *Device) maxTo(name []byte) int {
 		return MaxDatagram4
 	}
 	return d.maxDgram
+}
+
+// tooBig returns the error of a datagram longer than maxTo(name).
+func (d *Device) tooBig(name []byte) error {
+	if d.maxTo(name) == MaxDatagram4 {
+		return errXmitTooBig4
+	}
+	return errXmitTooBig6
 }
 
 // dropOne drops b before it was queued, counts it, rings the doorbell for

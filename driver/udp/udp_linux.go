@@ -601,18 +601,17 @@ func (d *Device) Fd() int { return d.fd }
 // sendto on a connected UDP socket). It returns ErrNoDestination for the
 // zero AddrPort, port 0, the unspecified address (which the kernel takes
 // as this host) or an IPv6 address on an IPv4 socket; the destination is
-// then unset. After Close it returns ErrClosed. It allocates nothing.
+// then unset. After Close it returns ErrClosed. It allocates nothing but
+// the error.
 func (d *Device) SetDst(dst netip.AddrPort) error {
 	if d.closing() {
 		return errSetDstClosed
 	}
 	d.dstLen = 0
-	if dst.Port() != 0 && !dst.Addr().Unmap().IsUnspecified() {
-		d.dstLen = mmsg.PutSockaddr(d.dst[:], d.family, dst)
+	if why, _ := d.badDst(dst); why != nil {
+		return opError{"set destination: " + dst.String(), why}
 	}
-	if d.dstLen == 0 {
-		return fmt.Errorf("udp: set destination: %v: %w", dst, ErrNoDestination)
-	}
+	d.dstLen = mmsg.PutSockaddr(d.dst[:], d.family, dst)
 	return nil
 }
 

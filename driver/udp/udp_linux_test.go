@@ -913,13 +913,36 @@ func TestErrors(t *testing.T) {
 	if !errors.Is(err, netdev.ErrTooBig) || !strings.HasPrefix(err.Error(), "udp: xmit: ") {
 		t.Errorf("oversized datagram: %v", err)
 	}
+	if want := "udp: xmit: datagram longer than 65507 bytes, the most IPv4 carries: netdev: packet too big for the device"; err == nil || err.Error() != want {
+		t.Errorf("oversized datagram: %v, want %q", err, want)
+	}
 	b := fill(t, tx, 0, 100)
 	b.SetGSO(10, 10, skb.GSOTCPv4)
-	if err := tx.Xmit(b, false); !errors.Is(err, netdev.ErrTooBig) {
-		t.Errorf("TCP GSO packet: %v", err)
+	if err := tx.Xmit(b, false); !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, netdev.ErrTooBig) {
+		t.Errorf("TCP GSO packet: %v, want an error matching errors.ErrUnsupported", err)
 	}
-	if st := tx.Stats(); st.TxDropped[netdev.DropTooBig] != 11 {
-		t.Errorf("tx_dropped_too_big %d, want 11", st.TxDropped[netdev.DropTooBig])
+	if st := tx.Stats(); st.TxDropped[netdev.DropTooBig] != 1 || st.TxDropped[netdev.DropError] != 10 {
+		t.Errorf("tx_dropped_too_big %d (want 1), tx_dropped_error %d (want the 10 segments of the TCP GSO packet)", st.TxDropped[netdev.DropTooBig], st.TxDropped[netdev.DropError])
+	}
+
+	// A destination the socket cannot send to says why.
+	for _, tc := range []struct {
+		dst  netip.AddrPort
+		want string
+	}{
+		{netip.AddrPort{}, "udp: xmit: no destination for the datagram"},
+		{netip.MustParseAddrPort("[::1]:9"), "udp: xmit: no destination for the datagram: an IPv6 address on an IPv4 socket"},
+		{netip.MustParseAddrPort("127.0.0.1:0"), "udp: xmit: no destination for the datagram: port 0"},
+		{netip.MustParseAddrPort("0.0.0.0:9"), "udp: xmit: no destination for the datagram: the unspecified address"},
+	} {
+		err := tx.XmitTo(fill(t, tx, 0, 10), tc.dst, false)
+		if !errors.Is(err, ErrNoDestination) || err.Error() != tc.want {
+			t.Errorf("XmitTo %v: %v, want %q", tc.dst, err, tc.want)
+		}
+		err = tx.SetDst(tc.dst)
+		if want := "udp: set destination: " + tc.dst.String() + strings.TrimPrefix(tc.want, "udp: xmit"); !errors.Is(err, ErrNoDestination) || err.Error() != want {
+			t.Errorf("SetDst %v: %v, want %q", tc.dst, err, want)
+		}
 	}
 
 	// ICMP port unreachable comes back as ECONNREFUSED on the next send
