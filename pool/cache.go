@@ -348,7 +348,7 @@ func (c *Cache) checkOpen() {
 		if c.p.shut.Load() {
 			// Pool.Close closes every cache: most often a device still
 			// open on a pool closed before it.
-			panic(fmt.Sprintf("pool: allocation from a closed cache: its pool %q was closed while the cache was in use (close the devices that allocate from a pool before the pool)", c.p.cfg.Name))
+			panic(fmt.Sprintf("pool: allocation from a closed cache: its pool %s was closed while the cache was in use (close the devices that allocate from a pool before the pool)", c.p.label()))
 		}
 		panic("pool: allocation from a closed cache")
 	}

@@ -102,7 +102,7 @@ func (d *debugState) describe(b *skb.Buff) string {
 		return ""
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "buffer %p of pool %q\nallocated at:\n", b, d.p.cfg.Name)
+	fmt.Fprintf(&sb, "buffer %p of pool %s\nallocated at:\n", b, d.p.label())
 	writeStack(&sb, r.alloc)
 	if r.free != nil {
 		sb.WriteString("freed at:\n")

@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -63,11 +64,7 @@ func (p *Pool) leakError() error {
 	if sb.Len() == 0 {
 		return nil
 	}
-	name := p.cfg.Name
-	if name == "" {
-		name = "(unnamed)"
-	}
-	msg := fmt.Sprintf("pool %s:%s", name, strings.TrimSuffix(sb.String(), ";"))
+	msg := fmt.Sprintf("pool %s:%s", p.label(), strings.TrimSuffix(sb.String(), ";"))
 	if live := p.Outstanding(); len(live) > 0 {
 		const show = 5
 		for i, l := range live {
@@ -96,4 +93,12 @@ func CheckLeaks() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// label names the pool in messages: its Config.Name quoted, or (unnamed).
+func (p *Pool) label() string {
+	if p.cfg.Name == "" {
+		return "(unnamed)"
+	}
+	return strconv.Quote(p.cfg.Name)
 }

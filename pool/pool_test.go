@@ -788,3 +788,35 @@ func TestAllocAfterPoolClose(t *testing.T) {
 		c.Alloc(10)
 	}()
 }
+
+// TestUnnamedPoolLabel checks that a pool without a Name is named the same
+// way, (unnamed), in a debug pool's double-free panic and in its leak
+// report, and a named one by its quoted name.
+func TestUnnamedPoolLabel(t *testing.T) {
+	for _, tc := range []struct{ name, label string }{{"", "(unnamed)"}, {"rx ring", `"rx ring"`}} {
+		p, err := pool.New(pool.Config{Name: tc.name, Debug: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.NewCache()
+		b, _ := c.Alloc(10)
+		c.Free(b)
+		func() {
+			defer func() {
+				if r := fmt.Sprint(recover()); !strings.Contains(r, "of pool "+tc.label+"\n") {
+					t.Errorf("double free of a buffer of pool %q: panic %q, want it to name pool %s", tc.name, r, tc.label)
+				}
+			}()
+			c.Free(b)
+		}()
+		b, _ = c.Alloc(10)
+		if err := p.Close(); !errors.Is(err, pool.ErrLeak) || !strings.Contains(err.Error(), "pool "+tc.label+":") {
+			t.Errorf("leak report of pool %q: %v, want it to name pool %s", tc.name, err, tc.label)
+		}
+		b.Free()
+		c.Close()
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
