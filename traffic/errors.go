@@ -9,9 +9,11 @@ var (
 	// without the addresses it needs.
 	ErrConfig = errors.New("traffic: invalid config")
 
-	// ErrFailing is returned by Pktgen.Run when its first transmit calls
-	// all failed and the device sent nothing: the destination or the
-	// device refuses every packet (the error wraps the first failure).
+	// ErrFailing is returned by Pktgen.Run when 64 sends in a row failed
+	// (transmit errors, or packets the device dropped) and none went out
+	// meanwhile: the destination or the device refuses every packet, a
+	// link has no carrier, an interface was removed (the error wraps the
+	// first transmit error, or names the device's drop counters).
 	ErrFailing = errors.New("traffic: every send fails")
 
 	// ErrNoReply is returned by PingPong when the first request got no

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -1051,5 +1052,107 @@ func TestPktgenSlowRateStops(t *testing.T) {
 	}
 	if ticks < 3 {
 		t.Errorf("%d interval calls in 300ms at 50ms each, want at least 3", ticks)
+	}
+}
+
+// failingDev is a memring device whose sends fail from its from-th packet
+// on: with errs, Xmit frees the packet and returns an error; without, it
+// drops the packet silently and counts it in tx_dropped_kernel, as an
+// AF_XDP queue to a link without carrier does.
+type failingDev struct {
+	*memring.Device
+	from, n, dropped int
+	errs             bool
+}
+
+var errGone = errors.New("interface gone")
+
+func (d *failingDev) Xmit(b *skb.Buff, more bool) error {
+	if d.n++; d.n <= d.from {
+		return d.Device.Xmit(b, more)
+	}
+	b.Free()
+	if d.errs {
+		d.dropped++
+		return errGone
+	}
+	d.dropped++
+	return nil
+}
+
+func (d *failingDev) Stats() netdev.Stats {
+	st := d.Device.Stats()
+	r := netdev.DropError
+	if !d.errs {
+		r = netdev.DropKernel
+	}
+	st.TxDropped[r] += uint64(d.dropped)
+	return st
+}
+
+// TestPktgenFailing checks that a run whose sends all fail ends with
+// ErrFailing, at its start or after packets went out, whether the device
+// returns errors (the error wraps the first) or drops the packets
+// silently (the error names the drop counter, read every failCheck); and
+// that a run whose packets go out does not end so.
+func TestPktgenFailing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		from  int
+		errs  bool
+		count uint64
+		want  string // a regular expression
+	}{
+		{"errors from the start", 0, true, 20000, `^traffic: every send fails: 64 sends failed, none went out: interface gone$`},
+		{"errors after 1000", 1000, true, 20000, `^traffic: every send fails: the last 64 sends failed, none went out since packet 1000: interface gone$`},
+		{"silent drops after 1000", 1000, false, 0, `^traffic: every send fails: the last (\d+) sends failed, none went out since packet 1000: the device dropped them \(tx_dropped_kernel (\d+)\)$`},
+		{"none", 1 << 30, true, 20000, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := pair(t, memring.Config{})
+			d := &failingDev{Device: a, from: tc.from, errs: tc.errs}
+			stop, done := make(chan struct{}), make(chan struct{})
+			go func() { // drain the other end
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := b.Poll(64, func(x *skb.Buff) { x.Free() }); err != nil {
+						return
+					}
+					b.Wait(time.Millisecond)
+				}
+			}()
+			g, err := NewPktgen(d, PktgenConfig{Size: 64, Count: tc.count, Burst: 1, Duration: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			start := time.Now()
+			r, err := g.Run(context.Background())
+			close(stop)
+			<-done
+			if tc.want == "" {
+				if err != nil || r.Packets != tc.count {
+					t.Fatalf("a run whose packets go out: %d sent, %v", r.Packets, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrFailing) || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
+				t.Fatalf("Run: %v, want %q", err, tc.want)
+			}
+			if tc.errs && !errors.Is(err, errGone) {
+				t.Errorf("Run's error %v does not wrap the transmit error", err)
+			}
+			if r.Packets != uint64(tc.from) {
+				t.Errorf("%d packets sent, want %d", r.Packets, tc.from)
+			}
+			if el := time.Since(start); el > time.Second {
+				t.Errorf("the failing run ended after %v", el)
+			}
+		})
 	}
 }

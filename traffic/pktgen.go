@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +44,9 @@ const (
 	// section 3; no jumbograms). A device refuses a datagram longer than
 	// its destination's family carries.
 	MaxDatagram6 = 65535 - 8
-	// failFast is how many transmit errors with nothing sent end a run.
+	// failFast is how many failed sends (transmit errors and packets the
+	// device dropped) in a row, with no packet going out meanwhile, end a
+	// run.
 	failFast = 64
 	// gsoMaxSegs is the most datagrams in one GSO super-packet: the
 	// kernel's UDP_MAX_SEGMENTS as UDP_SEGMENT introduced it (64, Linux
@@ -668,8 +671,8 @@ func (g *Pktgen) buildDatagrams(flow, size, segs int, seq uint64, ts int64) (*sk
 // doorbell for anything still queued and returns what the run did. The
 // error is nil when the run ended by its bounds or ctx; otherwise it is
 // netdev.ErrClosed (the device was closed under the run), an error
-// wrapping ErrFailing when the first 64 transmit calls all failed and
-// nothing was sent, or an allocation error that no retry can fix
+// wrapping ErrFailing when 64 sends in a row failed and none went out
+// meanwhile (at the run's start or later), or an allocation error that no retry can fix
 // (skb.ErrTooBig: the size does not fit the device's buffers); the result
 // still holds what was sent. Stop a run with ctx, and close the device
 // after Run returns: the generator allocates from the device's Cache, which
@@ -705,6 +708,7 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	pace := newPacer(g.cfg.Rate)
 	q0, fails0, xe0 := g.queued, g.allocFails, g.xmitErrs
 	g.firstErr = nil
+	fw := failWatch{out: st0.TxPackets, bad: g.xmitErrs + st0.TxDroppedTotal()}
 	var runErr error
 	var now time.Duration
 loop:
@@ -748,11 +752,10 @@ loop:
 			// paid for the datagrams sent.
 			pace.tat -= time.Duration(float64(want-sent) * pace.perPacket)
 		}
-		if g.xmitErrs != xe && g.xmitErrs-xe0 >= failFast && g.dev.Stats().TxPackets == st0.TxPackets {
-			// Every send so far failed: the destination or the device
-			// refuses them, and more of the same will not help.
-			runErr = fmt.Errorf("%w: %d sends failed, none went out: %w", ErrFailing, g.xmitErrs-xe0, g.firstErr)
-			break
+		if g.xmitErrs != xe {
+			if runErr = g.failing(&fw, st0); runErr != nil {
+				break
+			}
 		}
 		switch {
 		case err == nil:
@@ -769,6 +772,14 @@ loop:
 		}
 		prev := now
 		now = g.clk.now()
+		if now-fw.at >= failCheck {
+			// Packets the device drops without an error show in its
+			// counters only, which cost a system call to read on some.
+			fw.at = now
+			if runErr = g.failing(&fw, st0); runErr != nil {
+				break
+			}
+		}
 		g.unclocked, g.clockStep = 0, 1
 		if sparse && now-prev <= time.Millisecond {
 			g.clockStep = clockEvery
@@ -810,6 +821,52 @@ loop:
 	r.PPS, r.Mbps = rates(r.Packets, r.Bytes, r.Seconds)
 	_, r.FrameMbps = rates(r.Packets, r.FrameBytes, r.Seconds)
 	return r, runErr
+}
+
+// failWatch is what Run's failing check remembers: the device's
+// tx_packets when a packet was last seen going out, and the failed sends
+// (transmit errors and tx_dropped) counted then.
+type failWatch struct {
+	out, bad uint64
+	at       time.Duration // the last periodic check
+}
+
+// failCheck is how often Run looks at the device's counters for sends
+// that fail without an error.
+const failCheck = 50 * time.Millisecond
+
+// failing returns the run's error when failFast sends have failed since a
+// packet last went out (the destination or the device refuses them, a
+// link without carrier, an interface removed: more of the same will not
+// help), or nil. st0 is the device's counters at the run's start. The
+// error wraps ErrFailing and the first transmit error, or names the
+// device's drop counters when the device dropped the packets without an
+// error (an AF_XDP queue to a link that is down).
+func (g *Pktgen) failing(w *failWatch, st0 netdev.Stats) error {
+	st := g.dev.Stats()
+	bad := g.xmitErrs + st.TxDroppedTotal()
+	if st.TxPackets != w.out {
+		w.out, w.bad = st.TxPackets, bad
+		return nil
+	}
+	if bad-w.bad < failFast {
+		return nil
+	}
+	what := fmt.Sprintf("%d sends failed, none went out", bad-w.bad)
+	if st.TxPackets != st0.TxPackets {
+		what = fmt.Sprintf("the last %d sends failed, none went out since packet %d", bad-w.bad, st.TxPackets-st0.TxPackets)
+	}
+	if g.firstErr != nil {
+		return fmt.Errorf("%w: %s: %w", ErrFailing, what, g.firstErr)
+	}
+	var drops []string
+	d := st.Sub(st0)
+	for r, n := range d.TxDropped {
+		if n > 0 {
+			drops = append(drops, fmt.Sprintf("tx_dropped_%v %d", netdev.DropReason(r), n))
+		}
+	}
+	return fmt.Errorf("%w: %s: the device dropped them (%s)", ErrFailing, what, strings.Join(drops, ", "))
 }
 
 // payload splits the device's tx_bytes for packets into UDP payload bytes

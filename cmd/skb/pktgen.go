@@ -369,6 +369,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	}
 	p.line(fmt.Sprintf("sent %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d errors, %d doorbells",
 		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Errors, r.Doorbells), j)
+	if runErr == nil && r.Packets > 0 && r.FirstErr != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d packets not sent; the first error: %v\n", r.Errors, r.FirstErr)
+	}
 	if icmp > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable messages came back during the run: is the destination up, and does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",
 			icmp, dst.Port(), int(dst.Port())+o.flows-1)

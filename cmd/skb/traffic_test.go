@@ -1044,6 +1044,11 @@ func TestPktgenUnreachable(t *testing.T) {
 		if _, gr = ndjson(t, out); num(gr, "errors") == 0 || !strings.Contains(fmt.Sprint(gr["first_error"]), "connection refused") {
 			return fmt.Errorf("pktgen to no sink, one flow: %v; want errors counted, the first connection refused", gr)
 		}
+		// The first error is said on stderr too, as text output has no
+		// first_error field.
+		if want := fmt.Sprintf("skb: pktgen: warning: %d packets not sent; the first error: ", int(num(gr, "errors"))); !strings.Contains(errOut, want) || !strings.Contains(errOut, "connection refused") {
+			t.Errorf("pktgen to no sink: stderr %q, want %q and the error", errOut, want)
+		}
 		return nil
 	})
 }
