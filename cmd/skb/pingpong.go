@@ -385,6 +385,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		dev, closeDev, cfg.Frame = d, d.Close, frame
+		if w := linkWarning("pingpong", spec, "goes out"); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), w)
+		}
 		// The replies reach this host's stack too: hold the source port,
 		// or the kernel answers each with an ICMP port unreachable.
 		defer holdPorts(netip.AddrPortFrom(frame.SourceIP, frame.SourcePort), 1)()

@@ -329,6 +329,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			return fmt.Errorf("pktgen: %w", err)
 		}
 		dev, closeDev, cfg.Frame = d, d.Close, frame
+		if w := linkWarning("pktgen", spec, "goes out"); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), w)
+		}
 	}
 	defer closeDev()
 

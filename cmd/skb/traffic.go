@@ -626,10 +626,10 @@ func maxFrame(dev netdev.Device) (int, bool) {
 }
 
 // rxWarnings returns the stderr lines of a link-layer receiver on dev:
-// linkDownWarning's and rxFrameWarning's, those that apply.
+// linkWarning's and rxFrameWarning's, those that apply.
 func rxWarnings(cmd string, spec devSpec, dev netdev.Device) []string {
 	var w []string
-	for _, s := range []string{linkDownWarning(cmd, spec), rxFrameWarning(cmd, spec, dev)} {
+	for _, s := range []string{linkWarning(cmd, spec, "arrives"), rxFrameWarning(cmd, spec, dev)} {
 		if s != "" {
 			w = append(w, s)
 		}
@@ -637,15 +637,20 @@ func rxWarnings(cmd string, spec devSpec, dev netdev.Device) []string {
 	return w
 }
 
-// linkDownWarning returns the stderr line of a link-layer receiver whose
-// interface is down (no IFF_UP), where nothing arrives until it is up, or
-// "".
-func linkDownWarning(cmd string, spec devSpec) string {
+// linkWarning returns the stderr line of a link-layer receiver (what
+// "arrives") or sender (what "goes out") whose interface is down (no
+// IFF_UP) or up without a carrier (no IFF_RUNNING: a veth whose peer is
+// down, a cable out), where nothing arrives or goes out until that
+// changes, or "".
+func linkWarning(cmd string, spec devSpec, what string) string {
 	ifi, err := net.InterfaceByName(spec.ifname)
-	if err != nil || ifi.Flags&net.FlagUp != 0 {
+	switch {
+	case err != nil || ifi.Flags&net.FlagRunning != 0:
 		return ""
+	case ifi.Flags&net.FlagUp == 0:
+		return fmt.Sprintf("skb: %s: warning: %s is down: nothing %s until it is up (ip link set %s up)", cmd, spec.ifname, what, spec.ifname)
 	}
-	return fmt.Sprintf("skb: %s: warning: %s is down: nothing arrives until it is up (ip link set %s up)", cmd, spec.ifname, spec.ifname)
+	return fmt.Sprintf("skb: %s: warning: %s has no carrier (a veth whose peer is down, a cable out): nothing %s until it has one", cmd, spec.ifname, what)
 }
 
 // rxFrameWarning returns the stderr line of a link-layer receiver on dev

@@ -1226,8 +1226,8 @@ func TestSendsToSelf(t *testing.T) {
 
 // TestRxFrameWarning checks that an afxdp receiver on a link whose MTU lets
 // in frames longer than its UMEM frames hold says so on stderr, once, that
-// one on a link of the default MTU says nothing, and that one on a link
-// that is down says that.
+// one on a link of the default MTU says nothing, that one on a link that
+// is down says that, and a sender at the other end, without carrier, that.
 func TestRxFrameWarning(t *testing.T) {
 	bin := buildSkb(t)
 	for _, mtu := range []int{0, 9000} {
@@ -1255,6 +1255,23 @@ func TestRxFrameWarning(t *testing.T) {
 	cmd.Run()
 	if want := l.B.Ifname + " is down: nothing arrives until it is up"; strings.Count(stderr.String(), want) != 1 {
 		t.Errorf("sink on a link that is down: stderr %q, want %q once", stderr.String(), want)
+	}
+	// Its peer, A's end, has no carrier: a pktgen there says so, and
+	// ends with an error once every send fails (on afxdp the kernel drops
+	// each frame without an error).
+	for _, dev := range []string{"afxdp", "afpacket"} {
+		cmd := l.A.Cmd(bin, "pktgen", "--dev", dev+":"+l.A.Ifname, "--dst", "198.18.0.2:9000", "-t", "2s")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		start := time.Now()
+		err := cmd.Run()
+		noCarrier := l.A.Ifname + " has no carrier (a veth whose peer is down, a cable out): nothing goes out until it has one"
+		if err == nil || strings.Count(stderr.String(), noCarrier) != 1 || !strings.Contains(stderr.String(), "every send fails") {
+			t.Errorf("%s pktgen on a link without carrier: %v, stderr %q; want a failure, %q once and every send fails", dev, err, stderr.String(), noCarrier)
+		}
+		if el := time.Since(start); el > time.Second {
+			t.Errorf("%s pktgen on a link without carrier ran %v", dev, el)
+		}
 	}
 }
 
