@@ -1324,3 +1324,56 @@ func TestInterruptDuringSetup(t *testing.T) {
 		t.Errorf("exit %d (%v), stdout %q, stderr %q; want 130 and a result", code, cmd.ProcessState, out.String(), errOut.String())
 	}
 }
+
+// TestLinkGoneOrDown checks link-layer sinks when their interface goes
+// away: removed mid-run, the afpacket and afxdp sinks end at once with an
+// error that says so; down from the start, the afpacket sink waits for it
+// to come up, as its warning says, instead of failing.
+func TestLinkGoneOrDown(t *testing.T) {
+	bin := buildSkb(t)
+	for _, dev := range []string{"afpacket", "afxdp"} {
+		l := labtest.New(t, lab.Options{})
+		cmd := l.B.Cmd(bin, "sink", "--dev", dev+":"+l.B.Ifname, "--listen", "198.18.0.2:9000", "-t", "10s")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if out, err := exec.Command("ip", "-n", l.B.NSName, "link", "del", l.B.Ifname).CombinedOutput(); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("ip link del: %v: %s", err, out)
+		}
+		removed := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(stderr.String(), "no such device") && !strings.Contains(stderr.String(), "network is down") {
+				t.Errorf("%s sink on a removed interface: %v, stderr %q; want an error saying so", dev, err, stderr.String())
+			}
+			if el := time.Since(removed); el > 2*time.Second {
+				t.Errorf("%s sink ended %v after its interface was removed", dev, el)
+			}
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("%s sink still running 5 s after its interface was removed; stderr %q", dev, stderr.String())
+		}
+		l.Close()
+	}
+
+	l := labtest.New(t, lab.Options{})
+	if out, err := exec.Command("ip", "-n", l.B.NSName, "link", "set", l.B.Ifname, "down").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set down: %v: %s", err, out)
+	}
+	cmd := l.B.Cmd(bin, "sink", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9000", "-t", "1s")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	if el := time.Since(start); err != nil || el < time.Second {
+		t.Errorf("afpacket sink on a link that is down: %v after %v, stderr %q; want it to wait its second out", err, el, stderr.String())
+	}
+}

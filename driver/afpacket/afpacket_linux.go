@@ -87,6 +87,7 @@ type Device struct {
 	fdPrivate bool // fd and efd were opened in a private descriptor table (thread.Private)
 
 	ifindex  int
+	linkDown bool // Wait saw the interface go down (ENETDOWN)
 	mtu      int
 	mac      header.MAC
 	group    uint16
@@ -606,8 +607,10 @@ func (d *Device) release() error {
 // a block to the process) and on an eventfd that Close signals. It returns
 // nil, an error matching netdev.ErrTimeout (os.ErrDeadlineExceeded), one
 // matching net.ErrClosed once the device is closed (Close wakes a blocked
-// Wait), or the socket's pending error (SO_ERROR, such as ENETDOWN when the
-// interface goes down), each prefixed "afpacket: wait <ifname>: ".
+// Wait), ENODEV once the interface was removed, or the socket's pending
+// error (SO_ERROR), each prefixed "afpacket: wait <ifname>: ". An
+// interface that goes down (ENETDOWN) is waited on: nothing arrives until
+// it is up again, when the kernel hooks the socket in again.
 //
 // The runtime's poller is not used on purpose: it registers for POLLOUT
 // too, and a packet socket signals POLLOUT each time the kernel frees a
@@ -648,16 +651,37 @@ func (d *Device) Wait(timeout time.Duration) error {
 		case err != nil:
 			return d.errno("wait", err.(unix.Errno))
 		case n == 0:
+			if d.linkDown && !d.linkExists() {
+				return d.errno("wait", unix.ENODEV)
+			}
 			return d.errs.timeout
 		case d.pfds[0].Revents&unix.POLLERR != 0:
 			if e, err := unix.GetsockoptInt(d.fd, unix.SOL_SOCKET, unix.SO_ERROR); err == nil && e != 0 {
-				return d.errno("wait", unix.Errno(e))
+				if e != int(unix.ENETDOWN) || !d.linkExists() {
+					return d.errno("wait", unix.Errno(e))
+				}
+				// Down, not removed: the kernel hooks the socket in
+				// again once it is up (packet_notifier). Wait on, and
+				// look for its removal, which says nothing to a socket
+				// already unhooked, at each timeout.
+				d.linkDown = true
 			}
 		}
 		if d.rxReady() {
 			return nil
 		}
 	}
+}
+
+// linkExists reports whether the device's interface still exists
+// (SIOCGIFNAME on its index, netdevice(7)): false once it was removed.
+func (d *Device) linkExists() bool {
+	ifr, err := unix.NewIfreq("")
+	if err != nil {
+		return true
+	}
+	ifr.SetUint32(uint32(d.ifindex))
+	return unix.IoctlIfreq(d.fd, unix.SIOCGIFNAME, ifr) != unix.ENODEV
 }
 
 // rxReady reports whether the current receive block is the process's.

@@ -894,8 +894,10 @@ func (d *Device) copyOut(c *pool.Cache, b *skb.Buff) *skb.Buff {
 }
 
 // Wait blocks until the rx ring holds a frame (nil), timeout passes
-// (netdev.ErrTimeout; a negative timeout waits without limit) or the device
-// is closed (netdev.ErrClosed; Close wakes it), by the Config's WaitPolicy:
+// (netdev.ErrTimeout; a negative timeout waits without limit), the device
+// is closed (netdev.ErrClosed; Close wakes it) or its interface is removed
+// (ENETDOWN, "afxdp: wait <ifname> queue <n>: network is down", seen when
+// the timeout passes), by the Config's WaitPolicy:
 // sleeping Config.Sleep at a time, spinning, or in poll(2). It refills the
 // fill ring first, so that frames the application freed can be received.
 func (d *Device) Wait(timeout time.Duration) error {
@@ -941,7 +943,7 @@ func (d *Device) Wait(timeout time.Duration) error {
 		case WaitPoll:
 			l, ok := left(time.Hour)
 			if !ok {
-				return netdev.ErrTimeout
+				return d.timedOut()
 			}
 			d.ts = unix.NsecToTimespec(int64(l))
 			d.pfds[0].Revents, d.pfds[1].Revents = 0, 0
@@ -949,7 +951,7 @@ func (d *Device) Wait(timeout time.Duration) error {
 		default:
 			l, ok := left(d.cfg.Sleep)
 			if !ok {
-				return netdev.ErrTimeout
+				return d.timedOut()
 			}
 			nap.Sleep(l)
 			if i%nap.YieldEvery == nap.YieldEvery-1 {
@@ -965,9 +967,19 @@ func (d *Device) Wait(timeout time.Duration) error {
 			return netdev.ErrClosed
 		}
 		if _, ok := left(0); !ok {
-			return netdev.ErrTimeout
+			return d.timedOut()
 		}
 	}
+}
+
+// timedOut returns Wait's error once its timeout passed: the socket's
+// pending error (SO_ERROR: ENETDOWN once the interface was removed, which
+// the kernel also unbinds the socket from), or netdev.ErrTimeout.
+func (d *Device) timedOut() error {
+	if e, err := unix.GetsockoptInt(d.sock.FD(), unix.SOL_SOCKET, unix.SO_ERROR); err == nil && e != 0 {
+		return d.wrap("wait", unix.Errno(e))
+	}
+	return netdev.ErrTimeout
 }
 
 // Stats returns the device's counters, with the frames the kernel dropped
