@@ -93,6 +93,7 @@ func TestZeroAllocs(t *testing.T) {
 			IPv4(out[14:]).Encode(&IPv4Fields{TotalLen: 100, TTL: 1, Protocol: IPProtoTCP, Source: ip4a, Destination: ip4b, Options: []byte{1, 1, 1, 1}})
 			TCP(out[38:]).Encode(&TCPFields{Seq: 1, Options: []byte{2, 4, 5, 0xb4}})
 			IPv6(out[14:]).Encode(&IPv6Fields{Source: ip6a, Destination: ip6b})
+			IPv6Fragment(out[54:]).Encode(&IPv6FragmentFields{NextHeader: IPProtoUDP, FragmentOffset: 1448, MoreFragments: true, ID: 9})
 			UDP(out[54:]).Encode(&UDPFields{Length: 8})
 			ICMPv4(out[54:]).Encode(&ICMPv4Fields{Type: 8})
 			ICMPv6(out[54:]).Encode(&ICMPv6Fields{Type: 128})

@@ -120,6 +120,7 @@ var (
 	errIPv6Payload   = perr("ipv6", "payload length beyond the bytes present", ErrTruncated)
 	errIPv6ExtShort  = perr("ipv6", "extension header beyond the payload", ErrTruncated)
 	errIPv6HopByHop  = perr("ipv6", "hop-by-hop options header not first", ErrBadExtensionHeader)
+	errIPv6FragShort = perr("ipv6 fragment", "header shorter than 8 bytes", ErrTruncated)
 	errPacketVersion = perr("ip", "version is neither 4 nor 6", ErrBadVersion)
 	errPacketEmpty   = perr("ip", "empty packet", ErrTruncated)
 

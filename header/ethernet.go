@@ -18,6 +18,14 @@ const (
 	// A smaller value in the EtherType position is an IEEE 802.3 length
 	// and an LLC header follows.
 	EtherTypeMin uint16 = 0x0600
+
+	// EtherType8022 and EtherType8023 are the protocols the kernel gives
+	// an IEEE 802.3 frame, whose EtherType position holds a length
+	// (eth_type_trans): ETH_P_802_2 for one with an 802.2 LLC header, and
+	// ETH_P_802_3 for raw 802.3 (Novell IPX), whose payload starts 0xffff.
+	// Not EtherTypes on the wire.
+	EtherType8022 uint16 = 0x0004
+	EtherType8023 uint16 = 0x0001
 )
 
 // Header lengths of the link layer, in bytes.

@@ -40,7 +40,9 @@ type Frame struct {
 	End int
 
 	// EtherType is the protocol of the network header, after any VLAN
-	// tags (skb protocol). ParsePacket sets EtherTypeIPv4 or
+	// tags (skb protocol): EtherType8022 or EtherType8023 for an IEEE
+	// 802.3 frame, whose EtherType position holds a length (End is then
+	// where that length ends). ParsePacket sets EtherTypeIPv4 or
 	// EtherTypeIPv6 from the version.
 	EtherType uint16
 
@@ -109,6 +111,19 @@ func parseFrame(b []byte, total int, f *Frame) error {
 		off += VLANTagLen
 	}
 	f.EtherType, f.NetworkOffset, f.End = et, off, total
+	if et < EtherTypeMin {
+		// An IEEE 802.3 length: the protocol as eth_type_trans gives it,
+		// and the frame's end at the length, before the padding, as the
+		// LLC layer trims it (llc_fixup_skb).
+		f.EtherType = EtherType8022
+		if len(b)-off >= 2 && b[off] == 0xff && b[off+1] == 0xff {
+			f.EtherType = EtherType8023
+		}
+		if off+int(et) < total {
+			f.End = off + int(et)
+		}
+		return nil
+	}
 	switch et {
 	case EtherTypeIPv4:
 		return parseIPv4At(b, total, f)

@@ -274,7 +274,14 @@ func TestParseFrame(t *testing.T) {
 		{"padding trimmed", padded, Frame{14, 34, 42, 44, EtherTypeIPv4, 0, 0, IPProtoUDP, false}},
 		{"unknown protocol", unknownProto, Frame{14, 34, 0, 62, EtherTypeIPv4, 0, 0, IPProtoGRE, false}},
 		{"unknown ethertype", append([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x88, 0xcc}, 1, 2, 3), Frame{14, 0, 0, 17, 0x88cc, 0, 0, 0, false}},
-		{"802.3 length", append(make([]byte, 12), 0, 3, 0xaa, 0xaa, 3), Frame{14, 0, 0, 17, 3, 0, 0, 0, false}},
+		{"802.3 length", append(make([]byte, 12), 0, 3, 0xaa, 0xaa, 3), Frame{14, 0, 0, 17, EtherType8022, 0, 0, 0, false}},
+		// eth_type_trans's protocols for an 802.3 length: LLC (802.2), or
+		// raw 802.3 when the payload starts 0xffff; End at the length,
+		// before the padding to 60 bytes, also after a VLAN tag.
+		{"802.3 LLC padded", append(append(make([]byte, 12), 0, 3, 0x42, 0x42, 3), make([]byte, 43)...), Frame{14, 0, 0, 17, EtherType8022, 0, 0, 0, false}},
+		{"802.3 raw", append(append(make([]byte, 12), 0, 4, 0xff, 0xff, 0, 4), make([]byte, 42)...), Frame{14, 0, 0, 18, EtherType8023, 0, 0, 0, false}},
+		{"802.3 in a VLAN", append(append(make([]byte, 12), 0x81, 0, 0, 5, 0, 3, 0x42, 0x42, 3), make([]byte, 39)...), Frame{18, 0, 0, 21, EtherType8022, EtherTypeVLAN, 5, 0, false}},
+		{"802.3 length past the end", append(make([]byte, 12), 0x05, 0xdc, 0xaa, 0xaa, 3), Frame{14, 0, 0, 17, EtherType8022, 0, 0, 0, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ package header
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -587,5 +589,78 @@ func TestGopacketIPv6ExtensionHeaders(t *testing.T) {
 				t.Fatalf("transport at %d differs from gopacket's", f.TransportOffset)
 			}
 		})
+	}
+}
+
+// TestIPv6FragmentEncode builds Fragment headers with Encode and the
+// setters and checks every field as gopacket decodes it, and that
+// ParseIPv6Fragment reads them back and refuses a short header.
+func TestIPv6FragmentEncode(t *testing.T) {
+	for _, f := range []IPv6FragmentFields{
+		{NextHeader: IPProtoUDP, FragmentOffset: 0, MoreFragments: true, ID: 0x01020304},
+		{NextHeader: IPProtoTCP, FragmentOffset: 1448, MoreFragments: true, ID: 0xffffffff},
+		{NextHeader: IPProtoICMPv6, FragmentOffset: 65528, MoreFragments: false, ID: 7},
+		{NextHeader: IPProtoUDP, FragmentOffset: 13, ID: 1}, // low bits dropped: 8
+	} {
+		b := bytes.Repeat([]byte{0xee}, IPv6FragmentHeaderLen)
+		IPv6Fragment(b).Encode(&f)
+		pkt := gopacket.NewPacket(b, layers.LayerTypeIPv6Fragment, gopacket.Default)
+		gl, ok := pkt.Layer(layers.LayerTypeIPv6Fragment).(*layers.IPv6Fragment)
+		if !ok {
+			t.Fatalf("%+v: gopacket decodes no Fragment header from % x: %v", f, b, pkt.ErrorLayer())
+		}
+		g := *gl
+		if uint8(g.NextHeader) != f.NextHeader || g.FragmentOffset*8 != f.FragmentOffset&^7 || g.MoreFragments != f.MoreFragments ||
+			g.Identification != f.ID || g.Reserved1 != 0 || g.Reserved2 != 0 {
+			t.Errorf("%+v encoded as % x: gopacket reads %+v", f, b, g)
+		}
+		h, err := ParseIPv6Fragment(append(b, 1, 2, 3))
+		if err != nil || len(h) != IPv6FragmentHeaderLen || h.NextHeader() != f.NextHeader || h.FragmentOffset() != f.FragmentOffset&^7 ||
+			h.MoreFragments() != f.MoreFragments || h.ID() != f.ID {
+			t.Errorf("%+v: ParseIPv6Fragment: %v, %v", f, h, err)
+		}
+		// The setters, one field at a time, over a header of other values.
+		o := bytes.Repeat([]byte{0}, IPv6FragmentHeaderLen)
+		s := IPv6Fragment(o)
+		s.SetMoreFragments(true)
+		s.SetFragmentOffset(f.FragmentOffset)
+		s.SetMoreFragments(f.MoreFragments)
+		s.SetNextHeader(f.NextHeader)
+		s.SetID(f.ID)
+		if !bytes.Equal(o, b) {
+			t.Errorf("%+v: setters wrote % x, Encode % x", f, o, b)
+		}
+	}
+	if _, err := ParseIPv6Fragment(make([]byte, 7)); !errors.Is(err, ErrTruncated) {
+		t.Errorf("ParseIPv6Fragment of 7 bytes: %v, want ErrTruncated", err)
+	}
+}
+
+// TestEncodeAddressFamily checks that IPv4.Encode and IPv6.Encode panic,
+// naming the field, for an address of the other family or the zero Addr,
+// and that IPv4.Encode takes an IPv4-mapped IPv6 address.
+func TestEncodeAddressFamily(t *testing.T) {
+	v4, v6, mapped := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("::ffff:198.18.0.2")
+	b := make([]byte, 60)
+	panicsWith := func(want string, fn func()) {
+		t.Helper()
+		defer func() {
+			if r := fmt.Sprint(recover()); r != want {
+				t.Errorf("panic %q, want %q", r, want)
+			}
+		}()
+		fn()
+	}
+	panicsWith("header: IPv4.Encode: Source is the zero netip.Addr", func() { IPv4(b).Encode(&IPv4Fields{Destination: v4}) })
+	panicsWith("header: IPv4.Encode: Destination is an IPv6 address", func() { IPv4(b).Encode(&IPv4Fields{Source: v4, Destination: v6}) })
+	panicsWith("header: IPv6.Encode: Source is an IPv4 address (an IPv6 header takes its mapped form, netip.AddrFrom16(a.As16()))", func() { IPv6(b).Encode(&IPv6Fields{Source: v4, Destination: v6}) })
+	panicsWith("header: IPv6.Encode: Destination is the zero netip.Addr", func() { IPv6(b).Encode(&IPv6Fields{Source: v6}) })
+	IPv4(b).Encode(&IPv4Fields{Source: v4, Destination: mapped})
+	if IPv4(b).Destination() != mapped.Unmap() {
+		t.Errorf("IPv4.Encode of a mapped destination wrote %v", IPv4(b).Destination())
+	}
+	IPv6(b).Encode(&IPv6Fields{Source: v6, Destination: mapped})
+	if IPv6(b).Destination() != mapped {
+		t.Errorf("IPv6.Encode of a mapped destination wrote %v", IPv6(b).Destination())
 	}
 }

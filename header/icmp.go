@@ -227,7 +227,7 @@ func (h ICMPv6) Encode(f *ICMPv6Fields) {
 
 // ComputeChecksum returns the value the Checksum field must hold for all of
 // h with the checksum field taken as zero, given the pseudo-header sum
-// (IPv6.PseudoHeaderChecksum(IPProtoICMPv6, len(h))).
+// (IPv6.PseudoHeaderChecksum(IPProtoICMPv6, uint32(len(h)))).
 func (h ICMPv6) ComputeChecksum(pseudo uint16) uint16 {
 	return ^Checksum(h[4:], Checksum(h[0:2], pseudo))
 }

@@ -261,11 +261,18 @@ func (h IPv4) DecTTL() uint8 {
 
 // Encode writes the header f describes, options included, into
 // h[:f.HeaderLen()] and fills in its checksum. It panics when f.Options is
-// longer than 40 bytes (a programming error). It does not allocate.
+// longer than 40 bytes or an address is not IPv4 (or IPv4-mapped IPv6),
+// the zero Addr included (programming errors). It does not allocate.
 func (h IPv4) Encode(f *IPv4Fields) {
 	hl := f.HeaderLen()
 	if hl > IPv4MaxHeaderLen {
 		panic("header: IPv4.Encode: options longer than 40 bytes")
+	}
+	if p := addrFault(f.Source, true); p != "" {
+		panic("header: IPv4.Encode: Source is " + p)
+	}
+	if p := addrFault(f.Destination, true); p != "" {
+		panic("header: IPv4.Encode: Destination is " + p)
 	}
 	_ = h[hl-1]
 	h[0] = IPv4Version<<4 | uint8(hl/4)
@@ -282,6 +289,21 @@ func (h IPv4) Encode(f *IPv4Fields) {
 	n := copy(h[IPv4MinHeaderLen:hl], f.Options)
 	clear(h[IPv4MinHeaderLen+n : hl])
 	h.SetChecksum(^Checksum(h[:hl], 0))
+}
+
+// addrFault returns what is wrong with a as an IPv4 (v4) or IPv6 address
+// for an Encode, or "". It keeps its argument off the heap: a message made
+// with fmt would make every Encode's Fields escape.
+func addrFault(a netip.Addr, v4 bool) string {
+	switch {
+	case !a.IsValid():
+		return "the zero netip.Addr"
+	case v4 && !a.Unmap().Is4():
+		return "an IPv6 address"
+	case !v4 && a.Is4():
+		return "an IPv4 address (an IPv6 header takes its mapped form, netip.AddrFrom16(a.As16()))"
+	}
+	return ""
 }
 
 // optionsValid walks IPv4 or TCP options and reports whether they are well

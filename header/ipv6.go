@@ -155,8 +155,16 @@ func (h IPv6) PseudoHeaderChecksum(proto uint8, length uint32) uint16 {
 }
 
 // Encode writes the fixed header f describes into h[:IPv6HeaderLen]. It
-// does not allocate.
+// panics when an address is not IPv6 (an IPv4 address, which has an
+// IPv4-mapped form, or the zero Addr: programming errors). It does not
+// allocate.
 func (h IPv6) Encode(f *IPv6Fields) {
+	if p := addrFault(f.Source, false); p != "" {
+		panic("header: IPv6.Encode: Source is " + p)
+	}
+	if p := addrFault(f.Destination, false); p != "" {
+		panic("header: IPv6.Encode: Destination is " + p)
+	}
 	_ = h[IPv6HeaderLen-1]
 	binary.BigEndian.PutUint32(h[0:4], IPv6Version<<28|uint32(f.TrafficClass)<<20|f.FlowLabel&0x000fffff)
 	binary.BigEndian.PutUint16(h[4:6], f.PayloadLen)
@@ -272,3 +280,52 @@ func (h IPv6Fragment) ID() uint32 { return binary.BigEndian.Uint32(h[4:8]) }
 // IsFragment reports whether h makes its packet a real fragment: offset or M
 // not zero. An "atomic fragment" (both zero, RFC 6946) is a whole packet.
 func (h IPv6Fragment) IsFragment() bool { return binary.BigEndian.Uint16(h[2:4])&^6 != 0 }
+
+// IPv6FragmentFields holds the fields IPv6Fragment.Encode writes.
+type IPv6FragmentFields struct {
+	NextHeader     uint8  // protocol of the fragmentable part, such as IPProtoUDP
+	FragmentOffset uint16 // in bytes, a multiple of 8 (the low 3 bits are dropped)
+	MoreFragments  bool   // the M flag
+	ID             uint32 // Identification
+}
+
+// ParseIPv6Fragment checks that b holds a Fragment header and returns it as
+// an IPv6Fragment view of its 8 bytes. It returns a *ParseError wrapping
+// ErrTruncated when b is shorter. It does not allocate.
+func ParseIPv6Fragment(b []byte) (IPv6Fragment, error) {
+	if len(b) < IPv6FragmentHeaderLen {
+		return nil, errIPv6FragShort
+	}
+	return IPv6Fragment(b[:IPv6FragmentHeaderLen]), nil
+}
+
+// Encode writes the header f describes into h[:IPv6FragmentHeaderLen],
+// the reserved fields zero. It does not allocate.
+func (h IPv6Fragment) Encode(f *IPv6FragmentFields) {
+	_ = h[IPv6FragmentHeaderLen-1]
+	h[0], h[1] = f.NextHeader, 0
+	binary.BigEndian.PutUint16(h[2:4], f.FragmentOffset&^7)
+	h.SetMoreFragments(f.MoreFragments)
+	binary.BigEndian.PutUint32(h[4:8], f.ID)
+}
+
+// SetNextHeader writes the Next Header field.
+func (h IPv6Fragment) SetNextHeader(p uint8) { h[0] = p }
+
+// SetFragmentOffset writes the offset, in bytes (a multiple of 8; the low 3
+// bits are dropped), keeping the M flag.
+func (h IPv6Fragment) SetFragmentOffset(off uint16) {
+	binary.BigEndian.PutUint16(h[2:4], off&^7|binary.BigEndian.Uint16(h[2:4])&1)
+}
+
+// SetMoreFragments writes the M flag.
+func (h IPv6Fragment) SetMoreFragments(m bool) {
+	if m {
+		h[3] |= 1
+	} else {
+		h[3] &^= 1
+	}
+}
+
+// SetID writes the Identification field.
+func (h IPv6Fragment) SetID(id uint32) { binary.BigEndian.PutUint32(h[4:8], id) }

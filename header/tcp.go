@@ -191,7 +191,8 @@ func (h TCP) Encode(f *TCPFields) {
 
 // ComputeChecksum returns the value the Checksum field must hold for the
 // whole of h with the checksum field taken as zero, given the pseudo-header
-// sum (IPv4.PseudoHeaderChecksum(IPProtoTCP, len(h)), or the IPv6 one). It
+// sum (IPv4.PseudoHeaderChecksum(IPProtoTCP, uint16(len(h))), or the IPv6
+// one with uint32(len(h))). It
 // does not write it; see SetChecksum.
 func (h TCP) ComputeChecksum(pseudo uint16) uint16 {
 	return ^Checksum(h[18:], Checksum(h[0:16], pseudo))
