@@ -753,7 +753,7 @@ loop:
 			pace.tat -= time.Duration(float64(want-sent) * pace.perPacket)
 		}
 		if g.xmitErrs != xe {
-			if runErr = g.failing(&fw, st0); runErr != nil {
+			if runErr = g.failing(&fw, st0, g.clk.now()); runErr != nil {
 				break
 			}
 		}
@@ -776,7 +776,7 @@ loop:
 			// Packets the device drops without an error show in its
 			// counters only, which cost a system call to read on some.
 			fw.at = now
-			if runErr = g.failing(&fw, st0); runErr != nil {
+			if runErr = g.failing(&fw, st0, now); runErr != nil {
 				break
 			}
 		}
@@ -824,32 +824,41 @@ loop:
 }
 
 // failWatch is what Run's failing check remembers: the device's
-// tx_packets when a packet was last seen going out, and the failed sends
-// (transmit errors and tx_dropped) counted then.
+// tx_packets when a packet was last seen going out, the failed sends
+// (transmit errors and tx_dropped) counted then, and when that was.
 type failWatch struct {
 	out, bad uint64
+	since    time.Duration // when a packet was last seen going out
 	at       time.Duration // the last periodic check
 }
 
-// failCheck is how often Run looks at the device's counters for sends
-// that fail without an error.
-const failCheck = 50 * time.Millisecond
+// Run's checks for sends that all fail: how often it looks at the device's
+// counters for those that fail without an error (some devices read them
+// with a system call), and how long a run that has sent packets must then
+// see nothing go out before it ends (a full ring is back-pressure, and a
+// busy peer or NAPI thread can hold it full for a while).
+const (
+	failCheck = 50 * time.Millisecond
+	failStall = time.Second
+)
 
-// failing returns the run's error when failFast sends have failed since a
-// packet last went out (the destination or the device refuses them, a
-// link without carrier, an interface removed: more of the same will not
-// help), or nil. st0 is the device's counters at the run's start. The
-// error wraps ErrFailing and the first transmit error, or names the
-// device's drop counters when the device dropped the packets without an
-// error (an AF_XDP queue to a link that is down).
-func (g *Pktgen) failing(w *failWatch, st0 netdev.Stats) error {
+// failing returns the run's error at now when failFast sends have failed
+// since a packet last went out (the destination or the device refuses
+// them, a link has no carrier, an interface was removed: more of the same
+// will not help), or nil: at once while nothing has gone out in the run,
+// and after failStall without a packet going out once some have. st0 is
+// the device's counters at the run's start. The error wraps ErrFailing
+// and the first transmit error, or names the device's drop counters when
+// the device dropped the packets without an error (an AF_XDP queue to a
+// link without carrier).
+func (g *Pktgen) failing(w *failWatch, st0 netdev.Stats, now time.Duration) error {
 	st := g.dev.Stats()
 	bad := g.xmitErrs + st.TxDroppedTotal()
 	if st.TxPackets != w.out {
-		w.out, w.bad = st.TxPackets, bad
+		w.out, w.bad, w.since = st.TxPackets, bad, now
 		return nil
 	}
-	if bad-w.bad < failFast {
+	if bad-w.bad < failFast || st.TxPackets != st0.TxPackets && now-w.since < failStall {
 		return nil
 	}
 	what := fmt.Sprintf("%d sends failed, none went out", bad-w.bad)
