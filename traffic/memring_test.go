@@ -438,11 +438,13 @@ func TestPingPongLinkMemring(t *testing.T) {
 	}
 }
 
+// TestPingPongNoReply checks that a first request without a reply within
+// Timeout ends the run with ErrNoReply and counts in Lost.
 func TestPingPongNoReply(t *testing.T) {
 	a, _ := pair(t, memring.Config{})
-	_, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Timeout: 50 * time.Millisecond})
-	if !errors.Is(err, ErrNoReply) {
-		t.Fatalf("err = %v, want ErrNoReply", err)
+	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Timeout: 50 * time.Millisecond})
+	if !errors.Is(err, ErrNoReply) || r.Lost != 1 || r.Iters != 0 {
+		t.Fatalf("%+v, %v; want ErrNoReply, the request lost", r, err)
 	}
 }
 

@@ -378,11 +378,11 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			break
 		}
 		if !ok {
+			res.Lost++
 			if !replied {
 				runErr = fmt.Errorf("%w within %v", ErrNoReply, cfg.Timeout)
 				break
 			}
-			res.Lost++
 			continue
 		}
 		replied = true
