@@ -55,7 +55,9 @@ seconds, pps, Mbit/s, errors (packets not sent, whose sequence numbers a
 sink counts lost) and doorbells, from the
 device's counters. Bytes and Mbit/s count UDP payload on every device; a
 link-layer device also reports its whole frames ("Mbit/sec of frames";
-frame_bytes and frame_mbps in JSON).
+frame_bytes and frame_mbps in JSON). The JSON result also gives queued
+(packets handed to the device) and, when a send failed, first_error; the
+text output says the first error on stderr.
 
 The default destination, 127.0.0.1:9000, is the C reference udp_send's port
 (and skb sink's default). Every run is bounded: by --duration (default 5s)
@@ -116,7 +118,7 @@ before it sends anything. --allow-any-dst lifts that for a network you own.
 	fs.Uint64VarP(&o.count, "count", "n", 0, "stop after N packets (0: only --duration bounds the run)")
 	durationVarP(fs, &o.duration, "duration", "t", traffic.DefaultDuration, "stop after this long")
 	fs.Float64VarP(&o.rate, "rate", "r", 0, "packets per second, 0 for as fast as the device takes them")
-	fs.IntVarP(&o.burst, "burst", "b", 1, "packets per doorbell (datagrams per super-packet with --gso; default 64 then)")
+	fs.IntVarP(&o.burst, "burst", "b", 1, fmt.Sprintf("packets per doorbell, 1 to %d (datagrams per super-packet with --gso; default 64 then)", traffic.MaxBurst))
 	fs.IntVar(&o.clone, "clone", 0, "send each buffer N times as clones (pktgen's clone_skb); the sink counts the copies as duplicates")
 	fs.BoolVar(&o.gso, "gso", false, "send UDP GSO super-packets of --burst datagrams (udp device)")
 	fs.BoolVar(&o.noTstamp, "no-timestamp", false, "leave the send time out of the stamps (pktgen's NO_TIMESTAMP): the sink times nothing, and the clock is read once per 64 packets")

@@ -93,7 +93,7 @@ func startProfile(f *devFlags) (func(), error) {
 func addSenderFlags(cmd *cobra.Command, f *devFlags) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.dstMAC, "dst-mac", "", "link-layer devices: the destination MAC (default: the next hop's, from the kernel's neighbour table)")
-	fs.StringVar(&f.src, "src", "", "source ADDR[:PORT] (udp: the address to bind, default the kernel's choice; link-layer: default the interface's first address and the destination port)")
+	fs.StringVar(&f.src, "src", "", "source ADDR[:PORT] (udp: the address to bind, default the kernel's choice; link-layer: written into each frame as given, any address, not checked against the interface; default the interface's first address and the destination port)")
 	fs.BoolVar(&f.allowAny, "allow-any-dst", false, allowAnyHelp)
 }
 
