@@ -355,8 +355,16 @@ func (d *Device) bind() error {
 	default:
 		if zerr := try(unix.XDP_ZEROCOPY); zerr != nil {
 			d.mode.ZeroCopyErr = d.wrap("bind zerocopy", zerr)
-			err = try(unix.XDP_COPY)
+			err = zerr
+			if !errors.Is(zerr, unix.EBUSY) {
+				// (A queue another socket holds is held for copy mode
+				// too: no second wait.)
+				err = try(unix.XDP_COPY)
+			}
 		}
+	}
+	if errors.Is(err, unix.EBUSY) {
+		return d.wrap("bind "+d.cfg.Bind.String(), fmt.Errorf("the queue is in use by another AF_XDP socket (retried for %v): %w", bindBusyWait, err))
 	}
 	if err != nil {
 		return d.wrap("bind "+d.cfg.Bind.String(), err)

@@ -384,6 +384,27 @@ func TestRebindRightAfterClose(t *testing.T) {
 	}
 }
 
+// TestQueueInUse opens a queue another device holds: Open fails with
+// EBUSY, saying the queue is in use, after one wait of bindBusyWait (not
+// one for zero-copy and another for copy mode).
+func TestQueueInUse(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	openOn(t, &l.B, Config{})
+	start := time.Now()
+	var d *Device
+	err := l.B.Do(func() (err error) { d, err = Open(l.B.Ifname, 0, Config{}); return err })
+	if err == nil {
+		d.Close()
+		t.Fatal("a second device opened a queue the first holds")
+	}
+	if !errors.Is(err, unix.EBUSY) || !strings.Contains(err.Error(), "the queue is in use by another AF_XDP socket") {
+		t.Errorf("open of a queue in use: %v, want EBUSY saying the queue is in use", err)
+	}
+	if el := time.Since(start); el > bindBusyWait+time.Second/2 {
+		t.Errorf("open of a queue in use took %v, want one wait of %v", el, bindBusyWait)
+	}
+}
+
 // TestToKernel sends frames from AF_XDP in A to a plain UDP socket in B:
 // zero-copy from UMEM frames, copied from the pool's small class, and copied
 // from another pool.
