@@ -116,8 +116,13 @@ func parseFrame(b []byte, total int, f *Frame) error {
 		// and the frame's end at the length, before the padding, as the
 		// LLC layer trims it (llc_fixup_skb).
 		f.EtherType = EtherType8022
-		if len(b)-off >= 2 && b[off] == 0xff && b[off+1] == 0xff {
-			f.EtherType = EtherType8023
+		switch {
+		case len(b)-off >= 2:
+			if b[off] == 0xff && b[off+1] == 0xff {
+				f.EtherType = EtherType8023
+			}
+		case total-off >= 2:
+			return errLinear // the two bytes that tell lie past the linear data
 		}
 		if off+int(et) < total {
 			f.End = off + int(et)
