@@ -403,8 +403,8 @@ func FuzzTCP(f *testing.F) {
 		c := make([]byte, len(h))
 		copy(c, h)
 		TCP(c).Encode(&TCPFields{SourcePort: h.SourcePort(), DestinationPort: h.DestinationPort(), Seq: h.Seq(), Ack: h.Ack(),
-			Flags: h.Flags(), Window: h.Window(), Checksum: h.Checksum(), Urgent: h.Urgent(), Options: h.Options()})
-		c[12] |= h[12] & 0x0f // Encode clears the reserved bits
+			Flags: h.Flags(), AE: h.AE(), Window: h.Window(), Checksum: h.Checksum(), Urgent: h.Urgent(), Options: h.Options()})
+		c[12] |= h[12] & 0x0e // Encode clears the reserved bits
 		if !bytes.Equal(c, h) {
 			t.Fatal("round trip")
 		}

@@ -342,7 +342,7 @@ func compareTCP(t testing.TB, h TCP, l *layers.TCP) {
 		}
 	}
 	if h.SourcePort() != uint16(l.SrcPort) || h.DestinationPort() != uint16(l.DstPort) || h.Seq() != l.Seq || h.Ack() != l.Ack ||
-		h.HeaderLen() != int(l.DataOffset)*4 || h.Flags() != flags || h.Window() != l.Window || h.Checksum() != l.Checksum ||
+		h.HeaderLen() != int(l.DataOffset)*4 || h.Flags() != flags || h.AE() != l.NS || h.Window() != l.Window || h.Checksum() != l.Checksum ||
 		h.Urgent() != l.Urgent || !bytes.Equal(h.Payload(), l.Payload) {
 		t.Errorf("tcp differs: ours % x, gopacket %+v", []byte(h[:h.HeaderLen()]), l)
 	}
@@ -433,7 +433,7 @@ func TestGopacketRandomChecksums(t *testing.T) {
 			tl = u
 		case layers.IPProtocolTCP:
 			tcp := &layers.TCP{SrcPort: layers.TCPPort(r.Uint32()), DstPort: layers.TCPPort(r.Uint32()), Seq: r.Uint32(), Ack: r.Uint32(),
-				ACK: true, PSH: r.IntN(2) == 0, Window: uint16(r.Uint32()), Urgent: uint16(r.Uint32())}
+				ACK: true, PSH: r.IntN(2) == 0, NS: r.IntN(2) == 0, Window: uint16(r.Uint32()), Urgent: uint16(r.Uint32())}
 			if r.IntN(2) == 0 {
 				tcp.Options = []layers.TCPOption{{OptionType: layers.TCPOptionKindTimestamps, OptionData: rb(8)}}
 			}

@@ -63,6 +63,7 @@ type TCPFields struct {
 	Seq             uint32
 	Ack             uint32
 	Flags           uint8  // TCPFlagSYN | TCPFlagACK, ...
+	AE              bool   // the AccECN flag, bit 0 of byte 12 (the kernel's tcphdr ae; RFC 3540's NS before it)
 	Window          uint16 // unscaled
 	Checksum        uint16 // written as is: 0, or the pseudo-header sum for CHECKSUM_PARTIAL
 	Urgent          uint16
@@ -122,6 +123,10 @@ func (h TCP) HeaderLen() int { return int(h[12]>>4) * 4 }
 // Flags returns byte 13: CWR, ECE, URG, ACK, PSH, RST, SYN, FIN.
 func (h TCP) Flags() uint8 { return h[13] }
 
+// AE returns the AccECN flag, bit 0 of byte 12, between the reserved bits
+// and the flags byte (the kernel's tcphdr ae; RFC 3540's NS before it).
+func (h TCP) AE() bool { return h[12]&1 != 0 }
+
 // Window returns the window field, unscaled.
 func (h TCP) Window() uint16 { return binary.BigEndian.Uint16(h[14:16]) }
 
@@ -151,8 +156,17 @@ func (h TCP) SetSeq(v uint32) { binary.BigEndian.PutUint32(h[4:8], v) }
 func (h TCP) SetAck(v uint32) { binary.BigEndian.PutUint32(h[8:12], v) }
 
 // SetHeaderLen writes the Data Offset as n/4 (n a multiple of 4 from 20 to
-// 60) and clears the reserved bits.
-func (h TCP) SetHeaderLen(n int) { h[12] = uint8(n/4) << 4 }
+// 60), clears the three reserved bits and keeps AE.
+func (h TCP) SetHeaderLen(n int) { h[12] = uint8(n/4)<<4 | h[12]&1 }
+
+// SetAE writes the AccECN flag (see AE).
+func (h TCP) SetAE(v bool) {
+	if v {
+		h[12] |= 1
+	} else {
+		h[12] &^= 1
+	}
+}
 
 // SetFlags writes byte 13.
 func (h TCP) SetFlags(f uint8) { h[13] = f }
@@ -181,6 +195,7 @@ func (h TCP) Encode(f *TCPFields) {
 	binary.BigEndian.PutUint32(h[4:8], f.Seq)
 	binary.BigEndian.PutUint32(h[8:12], f.Ack)
 	h[12] = uint8(hl/4) << 4
+	h.SetAE(f.AE)
 	h[13] = f.Flags
 	binary.BigEndian.PutUint16(h[14:16], f.Window)
 	binary.BigEndian.PutUint16(h[16:18], f.Checksum)

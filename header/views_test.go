@@ -573,7 +573,7 @@ func TestUDPChecksumZeroBecomesOnes(t *testing.T) {
 
 func TestTCP(t *testing.T) {
 	opts := []byte{TCPOptionMSS, 4, 0x05, 0xb4, TCPOptionSACKPermitted, 2, TCPOptionTimestamp, 10, 0, 0, 0, 1, 0, 0, 0, 2, TCPOptionNOP, TCPOptionWindowScale, 3, 7}
-	f := TCPFields{SourcePort: 443, DestinationPort: 50000, Seq: 0xdeadbeef, Ack: 0x01020304, Flags: TCPFlagSYN | TCPFlagACK,
+	f := TCPFields{SourcePort: 443, DestinationPort: 50000, Seq: 0xdeadbeef, Ack: 0x01020304, Flags: TCPFlagSYN | TCPFlagACK, AE: true,
 		Window: 65535, Checksum: 0, Urgent: 9, Options: opts}
 	if f.HeaderLen() != 40 {
 		t.Fatalf("HeaderLen = %d", f.HeaderLen())
@@ -588,7 +588,7 @@ func TestTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	if h.SourcePort() != 443 || h.DestinationPort() != 50000 || h.Seq() != 0xdeadbeef || h.Ack() != 0x01020304 ||
-		h.HeaderLen() != 40 || h.Flags() != TCPFlagSYN|TCPFlagACK || h.Window() != 65535 || h.Checksum() != 0 || h.Urgent() != 9 ||
+		h.HeaderLen() != 40 || h.Flags() != TCPFlagSYN|TCPFlagACK || !h.AE() || h[12]&0x0e != 0 || h.Window() != 65535 || h.Checksum() != 0 || h.Urgent() != 9 ||
 		!bytes.Equal(h.Options(), opts) || len(h.Payload()) != 5 {
 		t.Fatalf("read back % x", []byte(h))
 	}
@@ -604,7 +604,12 @@ func TestTCP(t *testing.T) {
 	h.SetFlags(TCPFlagFIN)
 	h.SetWindow(5)
 	h.SetUrgent(6)
+	h[12] |= 0x0e // the reserved bits, which SetHeaderLen clears, keeping AE
 	h.SetHeaderLen(20)
+	if !h.AE() || h[12] != 5<<4|1 {
+		t.Fatalf("SetHeaderLen(20) over AE and the reserved bits: byte 12 %#x", h[12])
+	}
+	h.SetAE(false)
 	pseudo := PseudoHeaderChecksumIPv4(ip4a.As4(), ip4b.As4(), IPProtoTCP, uint16(len(h)))
 	h.SetChecksum(h.ComputeChecksum(pseudo))
 	if h.SourcePort() != 1 || h.DestinationPort() != 2 || h.Seq() != 3 || h.Ack() != 4 || h.Flags() != TCPFlagFIN ||
