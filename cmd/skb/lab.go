@@ -412,7 +412,11 @@ func labExecCmd() *cobra.Command {
 		Long: `exec runs CMD inside the namespace of side a or b (through ip netns exec) and
 exits with its status: 128+N when signal N ended it, 127 when CMD is not found
 in PATH and 126 when it cannot be run, as a shell does. CMD is looked up in
-skb's PATH (so skb itself must be on it for "lab exec a -- skb ..."). With
+skb's PATH (so skb itself must be on it for "lab exec a -- skb ..."). CMD's
+environment names the lab: SKB_LAB (its name), SKB_LAB_IFNAME (the side's
+veth end), SKB_LAB_ADDR and SKB_LAB_PEER_ADDR (the side's address and the
+other side's), as in: skb lab exec a --temp -- sh -c 'skb pktgen --dev
+afpacket:$SKB_LAB_IFNAME --dst $SKB_LAB_PEER_ADDR:9000 -t 1s'. With
 --temp it makes a lab first (taking the lab flags of up) and removes it when CMD
 ends, also when skb gets SIGINT, SIGTERM or SIGHUP: the signal is passed to CMD
 (in a --temp lab, to every process inside it, CMD's children too), which gets
@@ -519,8 +523,14 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 	if side == "b" {
 		h = &l.B
 	}
+	peer := &l.B
+	if h == &l.B {
+		peer = &l.A
+	}
 	c := h.Cmd(argv[0], argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.Env = append(os.Environ(), "SKB_LAB="+l.Name, "SKB_LAB_IFNAME="+h.Ifname,
+		"SKB_LAB_ADDR="+h.Addr.String(), "SKB_LAB_PEER_ADDR="+peer.Addr.String())
 	// The kernel sends the parent-death signal when the thread that forked
 	// the child exits, not the process (prctl(2), PR_SET_PDEATHSIG): this
 	// goroutine keeps its thread until the command has exited.

@@ -268,6 +268,13 @@ func TestLabExecTemp(t *testing.T) {
 	if !strings.Contains(out, "198.18.0.2/24") {
 		t.Errorf("exec --temp b: %q", out)
 	}
+	// The command's environment names the lab, its side's interface and
+	// the addresses, the generated name too.
+	out = mustSkb(t, "lab", "exec", "--temp", "b", "--", "sh", "-c", `echo "$SKB_LAB $SKB_LAB_IFNAME $SKB_LAB_ADDR $SKB_LAB_PEER_ADDR"; ip -o link show "$SKB_LAB_IFNAME"`)
+	f := strings.Fields(out)
+	if len(f) < 4 || f[0] == "" || f[1] != f[0]+"B0" || f[2] != "198.18.0.2" || f[3] != "198.18.0.1" || !strings.Contains(out, ": "+f[1]+"@") {
+		t.Errorf("exec --temp b's environment and its interface: %q", out)
+	}
 	infos, err := lab.List()
 	if err != nil {
 		t.Fatal(err)
