@@ -15,6 +15,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 )
 
@@ -319,6 +320,41 @@ func FuzzIPv6(f *testing.F) {
 			t.Fatalf("we accept, gopacket: %v", gerr)
 		}
 		compareIPv6(t, h, &g)
+	})
+}
+
+// FuzzIPv6Fragment parses arbitrary bytes as a Fragment header: no panic,
+// a *ParseError for fewer than 8 bytes, and otherwise a view of the first
+// 8 whose fields Encode writes back as they were (the reserved fields
+// zero), as gopacket reads them.
+func FuzzIPv6Fragment(f *testing.F) {
+	f.Add([]byte{IPProtoUDP, 0, 0x05, 0xa9, 1, 2, 3, 4})
+	f.Add([]byte{IPProtoTCP, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 9})
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ParseIPv6Fragment(b)
+		if err != nil {
+			checkParseErr(t, err)
+			if len(b) >= IPv6FragmentHeaderLen {
+				t.Fatalf("%d bytes refused: %v", len(b), err)
+			}
+			return
+		}
+		if len(h) != IPv6FragmentHeaderLen || &h[0] != &b[0] {
+			t.Fatal("bounds")
+		}
+		c := make([]byte, IPv6FragmentHeaderLen)
+		IPv6Fragment(c).Encode(&IPv6FragmentFields{NextHeader: h.NextHeader(), FragmentOffset: h.FragmentOffset(), MoreFragments: h.MoreFragments(), ID: h.ID()})
+		want := bytes.Clone(b[:IPv6FragmentHeaderLen])
+		want[1], want[3] = 0, want[3]&^6 // the reserved fields
+		if !bytes.Equal(c, want) {
+			t.Fatalf("Encode wrote % x for % x", c, b[:IPv6FragmentHeaderLen])
+		}
+		pkt := gopacket.NewPacket(b[:IPv6FragmentHeaderLen], layers.LayerTypeIPv6Fragment, gopacket.Default)
+		if g, ok := pkt.Layer(layers.LayerTypeIPv6Fragment).(*layers.IPv6Fragment); ok &&
+			(uint8(g.NextHeader) != h.NextHeader() || g.FragmentOffset*8 != h.FragmentOffset() || g.MoreFragments != h.MoreFragments() || g.Identification != h.ID()) {
+			t.Fatalf("gopacket reads %+v from % x", g, b[:IPv6FragmentHeaderLen])
+		}
 	})
 }
 
