@@ -672,11 +672,11 @@ func (g *Pktgen) buildDatagrams(flow, size, segs int, seq uint64, ts int64) (*sk
 // error is nil when the run ended by its bounds or ctx; otherwise it is
 // netdev.ErrClosed (the device was closed under the run), an error
 // wrapping ErrFailing when 64 sends in a row failed and none went out
-// meanwhile (at the run's start or later), or an allocation error that no retry can fix
-// (skb.ErrTooBig: the size does not fit the device's buffers); the result
-// still holds what was sent. Stop a run with ctx, and close the device
-// after Run returns: the generator allocates from the device's Cache, which
-// Close closes.
+// meanwhile (at the run's start; later, for a second, failStall, too),
+// or an allocation error that no retry can fix (skb.ErrTooBig: the size
+// does not fit the device's buffers); the result still holds what was
+// sent. Stop a run with ctx, and close the device after Run returns: the
+// generator allocates from the device's Cache, which Close closes.
 func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	if ctx == nil {
 		ctx = context.Background()
