@@ -1232,9 +1232,7 @@ func TestRxFrameWarning(t *testing.T) {
 	bin := buildSkb(t)
 	for _, mtu := range []int{0, 9000} {
 		l := labtest.New(t, lab.Options{MTU: mtu})
-		cmd := l.B.Cmd(bin, "sink", "--dev", "afxdp:"+l.B.Ifname, "--listen", "198.18.0.2:9000", "-t", "200ms")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		cmd, stderr := sinkOnB(l, bin, "afxdp:"+l.B.Ifname, "200ms")
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("MTU %d: sink: %v: %s", mtu, err, stderr.String())
 		}
@@ -1245,13 +1243,8 @@ func TestRxFrameWarning(t *testing.T) {
 		l.Close()
 	}
 	// A link that is down: said once too.
-	l := labtest.New(t, lab.Options{})
-	if out, err := exec.Command("ip", "-n", l.B.NSName, "link", "set", l.B.Ifname, "down").CombinedOutput(); err != nil {
-		t.Fatalf("ip link set down: %v: %s", err, out)
-	}
-	cmd := l.B.Cmd(bin, "sink", "--dev", "afxdp:"+l.B.Ifname, "--listen", "198.18.0.2:9000", "-t", "200ms")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	l := labBDown(t)
+	cmd, stderr := sinkOnB(l, bin, "afxdp:"+l.B.Ifname, "200ms")
 	cmd.Run()
 	if want := l.B.Ifname + " is down: nothing arrives until it is up"; strings.Count(stderr.String(), want) != 1 {
 		t.Errorf("sink on a link that is down: stderr %q, want %q once", stderr.String(), want)
@@ -1333,9 +1326,7 @@ func TestLinkGoneOrDown(t *testing.T) {
 	bin := buildSkb(t)
 	for _, dev := range []string{"afpacket", "afxdp"} {
 		l := labtest.New(t, lab.Options{})
-		cmd := l.B.Cmd(bin, "sink", "--dev", dev+":"+l.B.Ifname, "--listen", "198.18.0.2:9000", "-t", "10s")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		cmd, stderr := sinkOnB(l, bin, dev+":"+l.B.Ifname, "10s")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -1364,16 +1355,31 @@ func TestLinkGoneOrDown(t *testing.T) {
 		l.Close()
 	}
 
-	l := labtest.New(t, lab.Options{})
-	if out, err := exec.Command("ip", "-n", l.B.NSName, "link", "set", l.B.Ifname, "down").CombinedOutput(); err != nil {
-		t.Fatalf("ip link set down: %v: %s", err, out)
-	}
-	cmd := l.B.Cmd(bin, "sink", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9000", "-t", "1s")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	l := labBDown(t)
+	cmd, stderr := sinkOnB(l, bin, "afpacket:"+l.B.Ifname, "1s")
 	start := time.Now()
 	err := cmd.Run()
 	if el := time.Since(start); err != nil || el < time.Second {
 		t.Errorf("afpacket sink on a link that is down: %v after %v, stderr %q; want it to wait its second out", err, el, stderr.String())
 	}
+}
+
+// labBDown returns a lab whose B end is down (ip link set down), so that
+// A's end has no carrier.
+func labBDown(t *testing.T) *lab.Lab {
+	t.Helper()
+	l := labtest.New(t, lab.Options{})
+	if out, err := exec.Command("ip", "-n", l.B.NSName, "link", "set", l.B.Ifname, "down").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set down: %v: %s", err, out)
+	}
+	return l
+}
+
+// sinkOnB returns the command of an skb sink on lab l's B end over dev
+// (afpacket:IF, afxdp:IF) for dur, and the buffer its stderr goes to.
+func sinkOnB(l *lab.Lab, bin, dev, dur string) (*exec.Cmd, *bytes.Buffer) {
+	cmd := l.B.Cmd(bin, "sink", "--dev", dev, "--listen", "198.18.0.2:9000", "-t", dur)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	return cmd, &stderr
 }
