@@ -3,6 +3,7 @@ package header
 import (
 	"encoding/binary"
 	"math/bits"
+	"net/netip"
 )
 
 // Checksum returns the 16-bit ones' complement sum (RFC 1071) of b added to
@@ -144,6 +145,38 @@ func ChecksumUpdateBytes(check uint16, old, new []byte) uint16 {
 	}
 	s := uint64(^check) + uint64(^sum(old)) + uint64(sum(new))
 	return ^fold64(s)
+}
+
+// ChecksumUpdateAddr returns a UDP or TCP checksum field (udp says which)
+// after an address of its pseudo-header changes from old to new: a NAT
+// rewrite of the IP source or destination, which the transport checksum
+// covers through the pseudo-header (RFC 768, RFC 9293 section 3.1, RFC
+// 8200 section 8.1). It follows the kernel's inet_proto_csum_replace4 and
+// inet_proto_csum_replace16 with a pseudo-header, and RFC 768's rules for
+// UDP: a zero field (no checksum, over IPv4) stays zero, and a result of
+// zero is stored as 0xffff. The IPv4 header's own checksum is not its
+// work: update that with ChecksumUpdate32, or recompute it. old and new
+// must be of one family (IPv4-mapped IPv6 addresses count as IPv4); it
+// panics otherwise, or for the zero Addr. It does not allocate.
+func ChecksumUpdateAddr(check uint16, old, new netip.Addr, udp bool) uint16 {
+	if udp && check == 0 {
+		return 0
+	}
+	o, n := old.Unmap(), new.Unmap()
+	switch {
+	case o.Is4() && n.Is4():
+		a, b := o.As4(), n.As4()
+		check = ChecksumUpdate32(check, binary.BigEndian.Uint32(a[:]), binary.BigEndian.Uint32(b[:]))
+	case o.Is6() && n.Is6():
+		a, b := o.As16(), n.As16()
+		check = ChecksumUpdateBytes(check, a[:], b[:])
+	default:
+		panic("header: ChecksumUpdateAddr: old " + o.String() + " and new " + n.String() + " are not addresses of one family")
+	}
+	if udp && check == 0 {
+		return 0xffff
+	}
+	return check
 }
 
 // PseudoHeaderChecksumIPv4 returns the sum of the IPv4 pseudo-header that

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"net/netip"
 	"testing"
 )
 
@@ -300,3 +301,87 @@ func TestFinishChecksumErrors(t *testing.T) {
 		t.Fatalf("field at the end: %v", err)
 	}
 }
+
+// TestChecksumUpdateAddr rewrites the source address of random UDP and TCP
+// segments over IPv4 and IPv6 and checks ChecksumUpdateAddr's field against
+// the checksum computed afresh with the new pseudo-header; UDP's zero
+// (absent) checksum stays zero and a zero result is stored as 0xffff; a
+// change of family panics; and it allocates nothing.
+func TestChecksumUpdateAddr(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	addr := func(v6 bool) netip.Addr {
+		if v6 {
+			var a [16]byte
+			for i := range a {
+				a[i] = byte(r.Uint32())
+			}
+			a[0] = 0x20 // not IPv4-mapped
+			return netip.AddrFrom16(a)
+		}
+		return netip.AddrFrom4([4]byte{byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())})
+	}
+	full := func(seg []byte, src, dst netip.Addr, proto uint8) uint16 {
+		var p uint16
+		if src.Is4() {
+			p = PseudoHeaderChecksumIPv4(src.As4(), dst.As4(), proto, uint16(len(seg)))
+		} else {
+			p = PseudoHeaderChecksumIPv6(src.As16(), dst.As16(), proto, uint32(len(seg)))
+		}
+		return ^Checksum(seg, p) // the field zero in seg
+	}
+	for i := range 2000 {
+		v6, udp := i&1 == 1, i&2 == 2
+		proto, off := IPProtoTCP, 16
+		if udp {
+			proto, off = IPProtoUDP, 6
+		}
+		seg := make([]byte, 20+r.IntN(200))
+		for j := range seg {
+			seg[j] = byte(r.Uint32())
+		}
+		seg[off], seg[off+1] = 0, 0
+		src, dst, src2 := addr(v6), addr(v6), addr(v6)
+		check := full(seg, src, dst, proto)
+		if udp && check == 0 {
+			check = 0xffff
+		}
+		got := ChecksumUpdateAddr(check, src, src2, udp)
+		want := full(seg, src2, dst, proto)
+		if !sameOnesComplement(got, want) || udp && got == 0 {
+			t.Fatalf("segment %d (v6 %v, udp %v): %v -> %v: field %#04x, afresh %#04x", i, v6, udp, src, src2, got, want)
+		}
+	}
+	a4, b4 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2")
+	if got := ChecksumUpdateAddr(0, a4, b4, true); got != 0 {
+		t.Errorf("UDP without a checksum: %#04x, want 0", got)
+	}
+	// A field whose update comes to zero: UDP stores 0xffff, TCP zero.
+	// 198.18.0.1 -> 198.18.0.2 adds 1 to the sum, so ~field goes from
+	// 0xfffe to 0xffff, the field from 0x0001 to 0x0000.
+	if got := ChecksumUpdateAddr(1, a4, b4, true); got != 0xffff {
+		t.Errorf("UDP field updated to zero: %#04x, want 0xffff", got)
+	}
+	if got := ChecksumUpdateAddr(1, a4, b4, false); got != 0 {
+		t.Errorf("TCP field updated to zero: %#04x, want 0", got)
+	}
+	mapped := netip.AddrFrom16(b4.As16())
+	if got := ChecksumUpdateAddr(1, a4, mapped, false); got != 0 {
+		t.Errorf("to an IPv4-mapped address: %#04x, want it taken as IPv4 (0)", got)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("ChecksumUpdateAddr from IPv4 to IPv6 did not panic")
+			}
+		}()
+		ChecksumUpdateAddr(1, a4, netip.MustParseAddr("2001:db8::1"), false)
+	}()
+	v6a, v6b := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
+	if n := testing.AllocsPerRun(100, func() {
+		sink16 += ChecksumUpdateAddr(0x1234, a4, b4, true) + ChecksumUpdateAddr(0x1234, v6a, v6b, false)
+	}); n != 0 {
+		t.Errorf("%v allocations per call", n)
+	}
+}
+
+var sink16 uint16

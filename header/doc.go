@@ -36,7 +36,8 @@
 // fold partial sums; PseudoHeaderChecksumIPv4 and PseudoHeaderChecksumIPv6
 // sum the pseudo-headers of RFC 768, RFC 9293 and RFC 8200; ChecksumUpdate16,
 // ChecksumUpdate32 and ChecksumUpdateBytes apply RFC 1624 incremental
-// updates (NAT, TTL decrement); FinishChecksum completes a CHECKSUM_PARTIAL
+// updates (NAT, TTL decrement), and ChecksumUpdateAddr one to a UDP or TCP
+// checksum for an address of its pseudo-header, with UDP's rules for zero; FinishChecksum completes a CHECKSUM_PARTIAL
 // packet from csum_start and csum_offset as the kernel's skb_checksum_help
 // does. ChecksumBuff and FinishChecksumBuff do the same over an skb.Buff,
 // page frags and frag list included (the kernel's skb_checksum and
