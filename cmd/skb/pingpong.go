@@ -461,6 +461,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	case p.err() != nil:
 		return fmt.Errorf("pingpong: %w", p.err())
 	}
+	if r.Iters == 0 && sc.sig.Load() != 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "skb: pingpong: no round trip measured: the signal came during the warm-up (--warmup), whose round trips are not measured")
+	}
 	return sc.interrupted("pingpong")
 }
 

@@ -1132,6 +1132,7 @@ func TestInterrupt(t *testing.T) {
 		{syscall.SIGINT, false, []string{"sink", "--listen", addr, "-t", "30s"}, "received 0 packets"},
 		{syscall.SIGINT, false, []string{"pingpong", "--server", "--listen", addr, "-t", "30s"}, "echoed 0 packets"},
 		{syscall.SIGINT, false, []string{"pingpong", "--dev", "memring", "-n", "10000000", "-t", "30s"}, " iters in "},
+		{syscall.SIGINT, false, []string{"pingpong", "--dev", "memring", "-n", "10", "--warmup", "100000000", "-t", "30s"}, "0 iters in "},
 		{syscall.SIGINT, true, []string{"bench", "--only", "doorbell", "--runs", "50", "--duration", "1s"}, "EXPERIMENT"},
 		{syscall.SIGTERM, true, []string{"bench", "--json", "--only", "doorbell", "--runs", "50", "--duration", "1s"}, `"stopped":true,"signal":"SIGTERM"}` + "\n"},
 	}
@@ -1141,6 +1142,10 @@ func TestInterrupt(t *testing.T) {
 			want := fmt.Sprintf("skb: %s: stopped by %s; the result above is what was measured\n", tc.args[0], unix.SignalName(tc.sig))
 			if code != 128+int(tc.sig) || !strings.Contains(out, tc.result) || !strings.HasSuffix(errOut, want) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q in stdout, %q", code, out, errOut, 128+int(tc.sig), tc.result, want)
+			}
+			// A client stopped in its warm-up says why it measured nothing.
+			if warm := strings.Contains(errOut, "the signal came during the warm-up"); warm != (tc.result == "0 iters in ") {
+				t.Errorf("stderr %q: the warm-up note %v, want it only for a client stopped in its warm-up", errOut, warm)
 			}
 		})
 	}
