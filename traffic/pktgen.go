@@ -249,6 +249,7 @@ type Pktgen struct {
 	allocFails uint64
 	xmitErrs   uint64
 	firstErr   error
+	lastErr    error // the latest transmit or allocation error, for ErrFailing
 
 	// run state
 	clk       clock
@@ -516,6 +517,7 @@ func (g *Pktgen) note(err error) {
 	if g.firstErr == nil {
 		g.firstErr = err
 	}
+	g.lastErr = err
 }
 
 func (g *Pktgen) xmit(b *skb.Buff, flow int, more bool) error {
@@ -672,7 +674,7 @@ func (g *Pktgen) buildDatagrams(flow, size, segs int, seq uint64, ts int64) (*sk
 // error is nil when the run ended by its bounds or ctx; otherwise it is
 // netdev.ErrClosed (the device was closed under the run), an error
 // wrapping ErrFailing when 64 sends in a row failed and none went out
-// meanwhile (at the run's start; later, for a second, failStall, too),
+// meanwhile (at the run's start; later, for failStall, 3 s, too),
 // or an allocation error that no retry can fix (skb.ErrTooBig: the size
 // does not fit the device's buffers); the result still holds what was
 // sent. Stop a run with ctx, and close the device after Run returns: the
@@ -707,8 +709,8 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	g.lastSt, g.lastFail = st0, g.allocFails
 	pace := newPacer(g.cfg.Rate)
 	q0, fails0, xe0 := g.queued, g.allocFails, g.xmitErrs
-	g.firstErr = nil
-	fw := failWatch{out: st0.TxPackets, bad: g.xmitErrs + st0.TxDroppedTotal()}
+	g.firstErr, g.lastErr = nil, nil
+	fw := failWatch{out: st0.TxPackets, errs: g.xmitErrs, drops: st0.TxDroppedTotal()}
 	var runErr error
 	var now time.Duration
 loop:
@@ -824,58 +826,65 @@ loop:
 }
 
 // failWatch is what Run's failing check remembers: the device's
-// tx_packets when a packet was last seen going out, the failed sends
-// (transmit errors and tx_dropped) counted then, and when that was.
+// tx_packets when a packet was last seen going out, the transmit errors
+// and tx_dropped counted then, and when that was.
 type failWatch struct {
-	out, bad uint64
-	since    time.Duration // when a packet was last seen going out
-	at       time.Duration // the last periodic check
+	out, errs, drops uint64
+	since            time.Duration // when a packet was last seen going out
+	at               time.Duration // the last periodic check
 }
 
 // Run's checks for sends that all fail: how often it looks at the device's
 // counters for those that fail without an error (some devices read them
 // with a system call), and how long a run that has sent packets must then
-// see nothing go out before it ends (a full ring is back-pressure, and a
-// busy peer or NAPI thread can hold it full for a while).
+// see nothing go out before it ends: longer than a send may block (the udp
+// device's send timeout is a second) while a slow link drains, and than a
+// busy peer or NAPI thread holds a ring full (back-pressure, not failure).
 const (
 	failCheck = 50 * time.Millisecond
-	failStall = time.Second
+	failStall = 3 * time.Second
 )
 
 // failing returns the run's error at now when failFast sends have failed
 // since a packet last went out (the destination or the device refuses
 // them, a link has no carrier, an interface was removed: more of the same
 // will not help), or nil: at once while nothing has gone out in the run,
-// and after failStall without a packet going out once some have. st0 is
-// the device's counters at the run's start. The error wraps ErrFailing
-// and the first transmit error, or names the device's drop counters when
-// the device dropped the packets without an error (an AF_XDP queue to a
-// link without carrier).
+// and after failStall without a packet going out once some have. A failed
+// send is a transmit call that returned an error (a GSO super-packet is
+// one), or, from a device that returned none, a packet it dropped. st0 is
+// the device's counters at the run's start. The error wraps ErrFailing and
+// the latest transmit error, or names the device's drop counters when the
+// device dropped the packets without an error (an AF_XDP queue to a link
+// without carrier).
 func (g *Pktgen) failing(w *failWatch, st0 netdev.Stats, now time.Duration) error {
 	st := g.dev.Stats()
-	bad := g.xmitErrs + st.TxDroppedTotal()
+	drops := st.TxDroppedTotal()
 	if st.TxPackets != w.out {
-		w.out, w.bad, w.since = st.TxPackets, bad, now
+		w.out, w.errs, w.drops, w.since = st.TxPackets, g.xmitErrs, drops, now
 		return nil
 	}
-	if bad-w.bad < failFast || st.TxPackets != st0.TxPackets && now-w.since < failStall {
+	failed := g.xmitErrs - w.errs
+	if failed == 0 {
+		failed = drops - w.drops
+	}
+	if failed < failFast || st.TxPackets != st0.TxPackets && now-w.since < failStall {
 		return nil
 	}
-	what := fmt.Sprintf("%d sends failed, none went out", bad-w.bad)
+	what := fmt.Sprintf("%d sends failed, none went out", failed)
 	if st.TxPackets != st0.TxPackets {
-		what = fmt.Sprintf("the last %d sends failed, none went out since packet %d", bad-w.bad, st.TxPackets-st0.TxPackets)
+		what = fmt.Sprintf("the last %d sends failed, none went out since packet %d", failed, st.TxPackets-st0.TxPackets)
 	}
-	if g.firstErr != nil {
-		return fmt.Errorf("%w: %s: %w", ErrFailing, what, g.firstErr)
+	if g.xmitErrs != w.errs && g.lastErr != nil {
+		return fmt.Errorf("%w: %s: %w", ErrFailing, what, g.lastErr)
 	}
-	var drops []string
+	var names []string
 	d := st.Sub(st0)
 	for r, n := range d.TxDropped {
 		if n > 0 {
-			drops = append(drops, fmt.Sprintf("tx_dropped_%v %d", netdev.DropReason(r), n))
+			names = append(names, fmt.Sprintf("tx_dropped_%v %d", netdev.DropReason(r), n))
 		}
 	}
-	return fmt.Errorf("%w: %s: the device dropped them (%s)", ErrFailing, what, strings.Join(drops, ", "))
+	return fmt.Errorf("%w: %s: the device dropped them (%s)", ErrFailing, what, strings.Join(names, ", "))
 }
 
 // payload splits the device's tx_bytes for packets into UDP payload bytes
