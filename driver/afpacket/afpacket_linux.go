@@ -632,12 +632,19 @@ func (d *Device) Wait(timeout time.Duration) error {
 	}
 	for {
 		var tsp *unix.Timespec
+		slice := time.Duration(-1)
 		if timeout > 0 {
-			rem := time.Until(deadline)
-			if rem <= 0 {
+			slice = time.Until(deadline)
+			if slice <= 0 {
 				return d.errs.timeout
 			}
-			d.ts = unix.NsecToTimespec(int64(rem))
+		}
+		if d.linkDown && (slice < 0 || slice > linkCheck) {
+			// Down: a removal says nothing to the socket; look for it.
+			slice = linkCheck
+		}
+		if slice >= 0 {
+			d.ts = unix.NsecToTimespec(int64(slice))
 			tsp = &d.ts
 		}
 		d.pfds[0] = unix.PollFd{Fd: int32(d.fd), Events: unix.POLLIN}
@@ -654,6 +661,9 @@ func (d *Device) Wait(timeout time.Duration) error {
 			if d.linkDown && !d.linkExists() {
 				return d.errno("wait", unix.ENODEV)
 			}
+			if timeout < 0 || time.Now().Before(deadline) {
+				continue // a link check's slice, not the timeout
+			}
 			return d.errs.timeout
 		case d.pfds[0].Revents&unix.POLLERR != 0:
 			if e, err := unix.GetsockoptInt(d.fd, unix.SOL_SOCKET, unix.SO_ERROR); err == nil && e != 0 {
@@ -663,7 +673,7 @@ func (d *Device) Wait(timeout time.Duration) error {
 				// Down, not removed: the kernel hooks the socket in
 				// again once it is up (packet_notifier). Wait on, and
 				// look for its removal, which says nothing to a socket
-				// already unhooked, at each timeout.
+				// already unhooked, every linkCheck.
 				d.linkDown = true
 			}
 		}
@@ -672,6 +682,10 @@ func (d *Device) Wait(timeout time.Duration) error {
 		}
 	}
 }
+
+// linkCheck is how often a Wait on an interface that went down looks for
+// its removal.
+const linkCheck = 100 * time.Millisecond
 
 // linkExists reports whether the device's interface still exists
 // (SIOCGIFNAME on its index, netdevice(7)): false once it was removed.

@@ -217,3 +217,36 @@ func TestOutgoing(t *testing.T) {
 		t.Fatalf("default device saw %d outgoing datagrams", n)
 	}
 }
+
+// TestWaitLinkDownThenRemoved waits without a timeout on an interface
+// that goes down: Wait goes on waiting (nothing arrives until it is up),
+// and returns ENODEV once the interface is removed, which says nothing to
+// the unhooked socket: within a second, not never.
+func TestWaitLinkDownThenRemoved(t *testing.T) {
+	l := newLab(t)
+	d := openIn(t, &l.B, Config{})
+	errc := make(chan error, 1)
+	go func() { errc <- d.Wait(-1) }()
+	time.Sleep(50 * time.Millisecond)
+	if out, err := l.B.Cmd("ip", "link", "set", l.B.Ifname, "down").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set down: %v: %s", err, out)
+	}
+	select {
+	case err := <-errc:
+		t.Fatalf("Wait(-1) returned %v when the interface went down", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if out, err := l.B.Cmd("ip", "link", "del", l.B.Ifname).CombinedOutput(); err != nil {
+		t.Fatalf("ip link del: %v: %s", err, out)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, unix.ENODEV) {
+			t.Errorf("Wait(-1) after the interface was removed: %v, want ENODEV", err)
+		}
+	case <-time.After(2 * time.Second):
+		d.Close() // wakes it
+		<-errc
+		t.Fatal("Wait(-1) had not returned 2 s after the interface was removed")
+	}
+}
