@@ -655,6 +655,12 @@ func (d *Device) spin(timeout time.Duration) error {
 // one that ends without a datagram (the runtime's preemption signal,
 // EINTR, or the slice over) is followed by runtime.Gosched, which lets the
 // runtime have the P, before the next.
+//
+// A stream of datagrams whose UDP checksum is bad keeps a sleeping receive
+// from ending: the kernel drops each and receives again, with its receive
+// timeout started over (udp_recvmsg), so such a stream, more often than
+// the SO_RCVTIMEO part, holds Wait past its timeout (with KeepP, the
+// preemption signal still ends each slice).
 func (d *Device) sleep(timeout time.Duration) error {
 	r := &d.rx
 	if timeout == 0 {
@@ -687,9 +693,6 @@ func (d *Device) sleep(timeout time.Duration) error {
 		if k > 0 || err != unix.EINTR && err != unix.EAGAIN {
 			return d.woke(k, err)
 		}
-		if d.keepP {
-			runtime.Gosched()
-		}
 		if d.closing() {
 			r.discard()
 			return errWaitClosed
@@ -698,6 +701,11 @@ func (d *Device) sleep(timeout time.Duration) error {
 			if left = timeout - (monoNow() - start); left <= 0 {
 				return netdev.ErrTimeout
 			}
+		}
+		if d.keepP {
+			// Before the next sleep, not before returning: the caller
+			// may have its own use for the P.
+			runtime.Gosched()
 		}
 	}
 }
