@@ -147,31 +147,35 @@ func ChecksumUpdateBytes(check uint16, old, new []byte) uint16 {
 	return ^fold64(s)
 }
 
-// ChecksumUpdateAddr returns a UDP or TCP checksum field (udp says which)
-// after an address of its pseudo-header changes from old to new: a NAT
-// rewrite of the IP source or destination, which the transport checksum
-// covers through the pseudo-header (RFC 768, RFC 9293 section 3.1, RFC
-// 8200 section 8.1). It follows the kernel's inet_proto_csum_replace4 and
-// inet_proto_csum_replace16 with a pseudo-header, and RFC 768's rules for
-// UDP: a zero field (no checksum, over IPv4) stays zero, and a result of
-// zero is stored as 0xffff. The IPv4 header's own checksum is not its
-// work: update that with ChecksumUpdate32, or recompute it. old and new
-// must be of one family (IPv4-mapped IPv6 addresses count as IPv4); it
-// panics otherwise, or for the zero Addr. It does not allocate.
+// ChecksumUpdateAddr returns a complete UDP or TCP checksum field (udp
+// says which) after an address of its pseudo-header changes from old to
+// new: a NAT rewrite of the IP source or destination, which the transport
+// checksum covers through the pseudo-header (RFC 768, RFC 9293 section
+// 3.1, RFC 8200 section 8.1). It follows the kernel's
+// inet_proto_csum_replace4 and inet_proto_csum_replace16 with a
+// pseudo-header, and RFC 768's rules for UDP: a zero field (no checksum,
+// over IPv4) stays zero, and a result of zero is stored as 0xffff. A
+// CHECKSUM_PARTIAL field, which holds the pseudo-header sum itself, is not
+// for it: write the new PseudoHeaderChecksumIPv4 or IPv6 instead. The IPv4
+// header's own checksum is not its work: update that with
+// ChecksumUpdate32, or recompute it. old and new must be of one family
+// (IPv4-mapped IPv6 addresses count as IPv4); it panics otherwise, or for
+// the zero Addr. It does not allocate.
 func ChecksumUpdateAddr(check uint16, old, new netip.Addr, udp bool) uint16 {
+	o, n := old.Unmap(), new.Unmap()
+	v4 := o.Is4() && n.Is4()
+	if !v4 && !(o.Is6() && n.Is6()) {
+		panic("header: ChecksumUpdateAddr: old " + o.String() + " and new " + n.String() + " are not addresses of one family")
+	}
 	if udp && check == 0 {
 		return 0
 	}
-	o, n := old.Unmap(), new.Unmap()
-	switch {
-	case o.Is4() && n.Is4():
+	if v4 {
 		a, b := o.As4(), n.As4()
 		check = ChecksumUpdate32(check, binary.BigEndian.Uint32(a[:]), binary.BigEndian.Uint32(b[:]))
-	case o.Is6() && n.Is6():
+	} else {
 		a, b := o.As16(), n.As16()
 		check = ChecksumUpdateBytes(check, a[:], b[:])
-	default:
-		panic("header: ChecksumUpdateAddr: old " + o.String() + " and new " + n.String() + " are not addresses of one family")
 	}
 	if udp && check == 0 {
 		return 0xffff

@@ -376,6 +376,14 @@ func TestChecksumUpdateAddr(t *testing.T) {
 		}()
 		ChecksumUpdateAddr(1, a4, netip.MustParseAddr("2001:db8::1"), false)
 	}()
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("ChecksumUpdateAddr of a UDP field of 0 from the zero Addr did not panic")
+			}
+		}()
+		ChecksumUpdateAddr(0, netip.Addr{}, a4, true)
+	}()
 	v6a, v6b := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
 	if n := testing.AllocsPerRun(100, func() {
 		sink16 += ChecksumUpdateAddr(0x1234, a4, b4, true) + ChecksumUpdateAddr(0x1234, v6a, v6b, false)

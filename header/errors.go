@@ -101,6 +101,7 @@ var (
 	errFrameFit = perr("frame", "headers do not fit the bytes given (verify a frame parsed without error from them)", ErrTruncated)
 
 	errEthernetShort = perr("ethernet", "frame shorter than 14 bytes", ErrTruncated)
+	err8023Length    = perr("ethernet", "802.3 length beyond the bytes present", ErrTruncated)
 	errVLANShort     = perr("vlan", "tag shorter than 4 bytes", ErrTruncated)
 
 	errARPShort     = perr("arp", "packet shorter than 8 bytes", ErrTruncated)

@@ -42,7 +42,8 @@ type Frame struct {
 	// EtherType is the protocol of the network header, after any VLAN
 	// tags (skb protocol): EtherType8022 or EtherType8023 for an IEEE
 	// 802.3 frame, whose EtherType position holds a length (End is then
-	// where that length ends). ParsePacket sets EtherTypeIPv4 or
+	// where that length ends; a length past the frame is ErrTruncated).
+	// ParsePacket sets EtherTypeIPv4 or
 	// EtherTypeIPv6 from the version.
 	EtherType uint16
 
@@ -124,9 +125,10 @@ func parseFrame(b []byte, total int, f *Frame) error {
 		case total-off >= 2:
 			return errLinear // the two bytes that tell lie past the linear data
 		}
-		if off+int(et) < total {
-			f.End = off + int(et)
+		if off+int(et) > total {
+			return err8023Length // as the LLC layer drops it (llc_fixup_skb)
 		}
+		f.End = off + int(et)
 		return nil
 	}
 	switch et {

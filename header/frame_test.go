@@ -281,7 +281,6 @@ func TestParseFrame(t *testing.T) {
 		{"802.3 LLC padded", append(append(make([]byte, 12), 0, 3, 0x42, 0x42, 3), make([]byte, 43)...), Frame{14, 0, 0, 17, EtherType8022, 0, 0, 0, false}},
 		{"802.3 raw", append(append(make([]byte, 12), 0, 4, 0xff, 0xff, 0, 4), make([]byte, 42)...), Frame{14, 0, 0, 18, EtherType8023, 0, 0, 0, false}},
 		{"802.3 in a VLAN", append(append(make([]byte, 12), 0x81, 0, 0, 5, 0, 3, 0x42, 0x42, 3), make([]byte, 39)...), Frame{18, 0, 0, 21, EtherType8022, EtherTypeVLAN, 5, 0, false}},
-		{"802.3 length past the end", append(make([]byte, 12), 0x05, 0xdc, 0xaa, 0xaa, 3), Frame{14, 0, 0, 17, EtherType8022, 0, 0, 0, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,6 +307,7 @@ func TestParseFrameErrors(t *testing.T) {
 		layer string
 	}{
 		{"short ethernet", make([]byte, 13), ErrTruncated, "ethernet"},
+		{"802.3 length past the end", append(make([]byte, 12), 0x05, 0xdc, 0xaa, 0xaa, 3), ErrTruncated, "ethernet"},
 		{"short vlan", append(make([]byte, 12), 0x81, 0, 0, 1, 8), ErrTruncated, "vlan"},
 		{"short second vlan", append(make([]byte, 12), 0x88, 0xa8, 0, 1, 0x81, 0, 0, 1), ErrTruncated, "vlan"},
 		{"short arp", append(make([]byte, 12), 0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1, 0), ErrTruncated, "arp"},
