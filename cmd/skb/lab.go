@@ -415,7 +415,7 @@ in PATH and 126 when it cannot be run, as a shell does. CMD is looked up in
 skb's PATH (so skb itself must be on it for "lab exec a -- skb ..."). CMD's
 environment names the lab: SKB_LAB (its name), SKB_LAB_IFNAME (the side's
 veth end), SKB_LAB_ADDR and SKB_LAB_PEER_ADDR (the side's address and the
-other side's), as in: skb lab exec a --temp -- sh -c 'skb pktgen --dev
+other side's; with --ipv6 also SKB_LAB_ADDR6 and SKB_LAB_PEER_ADDR6), as in: skb lab exec a --temp -- sh -c 'skb pktgen --dev
 afpacket:$SKB_LAB_IFNAME --dst $SKB_LAB_PEER_ADDR:9000 -t 1s'. With
 --temp it makes a lab first (taking the lab flags of up) and removes it when CMD
 ends, also when skb gets SIGINT, SIGTERM or SIGHUP: the signal is passed to CMD
@@ -531,6 +531,9 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 	c.Env = append(os.Environ(), "SKB_LAB="+l.Name, "SKB_LAB_IFNAME="+h.Ifname,
 		"SKB_LAB_ADDR="+h.Addr.String(), "SKB_LAB_PEER_ADDR="+peer.Addr.String())
+	if h.Addr6.IsValid() {
+		c.Env = append(c.Env, "SKB_LAB_ADDR6="+h.Addr6.String(), "SKB_LAB_PEER_ADDR6="+peer.Addr6.String())
+	}
 	// The kernel sends the parent-death signal when the thread that forked
 	// the child exits, not the process (prctl(2), PR_SET_PDEATHSIG): this
 	// goroutine keeps its thread until the command has exited.

@@ -275,6 +275,10 @@ func TestLabExecTemp(t *testing.T) {
 	if len(f) < 4 || f[0] == "" || f[1] != f[0]+"B0" || f[2] != "198.18.0.2" || f[3] != "198.18.0.1" || !strings.Contains(out, ": "+f[1]+"@") {
 		t.Errorf("exec --temp b's environment and its interface: %q", out)
 	}
+	out = mustSkb(t, "lab", "exec", "--temp", "--ipv6", "a", "--", "sh", "-c", `echo "$SKB_LAB_ADDR6 $SKB_LAB_PEER_ADDR6"`)
+	if want := lab.Addr6A.String() + " " + lab.Addr6B.String() + "\n"; out != want {
+		t.Errorf("exec --temp --ipv6 a: %q, want %q", out, want)
+	}
 	infos, err := lab.List()
 	if err != nil {
 		t.Fatal(err)
