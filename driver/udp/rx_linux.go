@@ -567,7 +567,10 @@ func (d *Device) DstAddr() netip.Addr {
 // device is closed (Close wakes a waiting Wait), or the receive call's error
 // prefixed "udp: wait: ". A timeout is kept to within the thread's timer
 // slack (50 µs by default) and the scheduler's latency, not rounded to the
-// kernel's tick (1-10 ms): a Wait of 1 ms returns after about 1 ms.
+// kernel's tick (1-10 ms): a Wait of 1 ms returns after about 1 ms. One
+// exception, the kernel's: datagrams with a bad UDP checksum arriving more
+// often than every few ticks hold a Wait of more than a few ticks past its
+// timeout (each restarts the kernel's receive timeout; see sleep).
 //
 // Wait receives itself, with one recvmmsg(2) with MSG_WAITFORONE that sleeps
 // in the kernel (bounded by SO_RCVTIMEO) until the first datagram comes and
