@@ -1324,14 +1324,18 @@ func TestInterruptDuringSetup(t *testing.T) {
 }
 
 // TestLinkGoneOrDown checks link-layer sinks when their interface goes
-// away: removed mid-run, the afpacket and afxdp sinks end at once with an
-// error that says so; down from the start, the afpacket sink waits for it
+// away: removed mid-run, the afpacket and afxdp sinks, waiting or
+// spinning, end at once with an error that says so; down from the start, the afpacket sink waits for it
 // to come up, as its warning says, instead of failing.
 func TestLinkGoneOrDown(t *testing.T) {
 	bin := buildSkb(t)
-	for _, dev := range []string{"afpacket", "afxdp"} {
+	for _, dev := range []string{"afpacket", "afxdp", "afpacket --spin", "afxdp --spin"} {
 		l := labtest.New(t, lab.Options{})
-		cmd, stderr := sinkOnB(l, bin, dev+":"+l.B.Ifname, "10s")
+		d, spin, _ := strings.Cut(dev, " ")
+		cmd, stderr := sinkOnB(l, bin, d+":"+l.B.Ifname, "10s")
+		if spin != "" {
+			cmd.Args = append(cmd.Args, spin) // a spinning sink calls no Wait
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,9 @@ var ne = binary.NativeEndian
 // a frame for which no buffer is left is dropped (rx_dropped_nobuf), and
 // frames the kernel dropped because the ring was full are counted from
 // PACKET_STATISTICS (rx_dropped_kernel). h owns each buffer it gets. Poll
-// returns an error matching net.ErrClosed after Close.
+// returns an error matching net.ErrClosed after Close, and, every
+// linkPolls Polls that found nothing, the socket's pending error: ENODEV
+// once the interface was removed (a spinning receiver calls no Wait).
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if h == nil {
 		panic("afpacket: Poll with a nil handler")
@@ -107,6 +109,11 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	}
 	if blocks != 0 {
 		d.ext.blocks.Add(blocks)
+	}
+	if n == 0 {
+		if d.empty++; d.empty%linkPolls == 0 {
+			return 0, d.linkError("poll")
+		}
 	}
 	return n, nil
 }

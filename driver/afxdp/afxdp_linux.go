@@ -87,6 +87,7 @@ type Device struct {
 	txQueued  uint32      // descriptors produced since the last doorbell
 	txCounted uint32      // tx ring consumer up to which tx_packets counted
 	txBusy    uint32      // EBUSY drops not yet taken off tx_packets
+	empty     uint        // Polls that found nothing (linkPolls)
 	touched   int         // sink of touch's loads
 	pfds      [2]unix.PollFd
 	// allocBuf carries refill's buffers from the cache (AllocN, a chunk
@@ -745,7 +746,9 @@ func (d *Device) refill() {
 // next Poll. Poll then refills the fill ring and frees completed transmit
 // buffers. Descriptors that point outside the frames the driver posted are
 // dropped and counted (rx_dropped_malformed). It never blocks; it returns
-// netdev.ErrClosed after Close.
+// netdev.ErrClosed after Close, and, every linkPolls Polls that found
+// nothing, the socket's pending error: ENETDOWN once the interface was
+// removed (a spinning receiver calls no Wait).
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if h == nil {
 		panic("afxdp: Poll with a nil handler")
@@ -760,6 +763,13 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		return 0, nil
 	}
 	n := rx.Peek(uint32(budget))
+	if n == 0 {
+		d.refill() // frames the application freed go back to the kernel
+		if d.empty++; d.empty%linkPolls == 0 {
+			return 0, d.sockError("poll")
+		}
+		return 0, nil
+	}
 	got := 0
 	for {
 		c := min(n, pollChunk)
@@ -981,13 +991,27 @@ func (d *Device) Wait(timeout time.Duration) error {
 }
 
 // timedOut returns Wait's error once its timeout passed: the socket's
-// pending error (SO_ERROR: ENETDOWN once the interface was removed, which
-// the kernel also unbinds the socket from), or netdev.ErrTimeout.
+// pending error, or netdev.ErrTimeout.
 func (d *Device) timedOut() error {
-	if e, err := unix.GetsockoptInt(d.sock.FD(), unix.SOL_SOCKET, unix.SO_ERROR); err == nil && e != 0 {
-		return d.wrap("wait", unix.Errno(e))
+	if err := d.sockError("wait"); err != nil {
+		return err
 	}
 	return netdev.ErrTimeout
+}
+
+// linkPolls is after how many empty Polls (a power of two) a spinning
+// receiver's Poll looks at the socket's pending error, the only sign of a
+// removed interface it could otherwise miss.
+const linkPolls = 1 << 16
+
+// sockError returns the socket's pending error (SO_ERROR: ENETDOWN once
+// the interface was removed, which the kernel also unbinds the socket
+// from) as op's error, or nil.
+func (d *Device) sockError(op string) error {
+	if e, err := unix.GetsockoptInt(d.sock.FD(), unix.SOL_SOCKET, unix.SO_ERROR); err == nil && e != 0 {
+		return d.wrap(op, unix.Errno(e))
+	}
+	return nil
 }
 
 // Stats returns the device's counters, with the frames the kernel dropped
