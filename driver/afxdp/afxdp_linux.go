@@ -914,8 +914,8 @@ func (d *Device) copyOut(c *pool.Cache, b *skb.Buff) *skb.Buff {
 // Wait blocks until the rx ring holds a frame (nil), timeout passes
 // (netdev.ErrTimeout; a negative timeout waits without limit), the device
 // is closed (netdev.ErrClosed; Close wakes it) or its interface is removed
-// (ENETDOWN, "afxdp: wait <ifname> queue <n>: network is down", seen when
-// the timeout passes), by the Config's WaitPolicy:
+// (ENETDOWN, "afxdp: wait <ifname> queue <n>: network is down", seen
+// within pollSlice, 100 ms), by the Config's WaitPolicy:
 // sleeping Config.Sleep at a time, spinning, or in poll(2). It refills the
 // fill ring first, so that frames the application freed can be received.
 func (d *Device) Wait(timeout time.Duration) error {
@@ -948,6 +948,7 @@ func (d *Device) Wait(timeout time.Duration) error {
 		l := time.Until(deadline)
 		return min(l, max), l > 0
 	}
+	checked := time.Now()
 	for i := 0; ; i++ {
 		switch d.cfg.Wait {
 		case WaitSpin:
@@ -959,7 +960,7 @@ func (d *Device) Wait(timeout time.Duration) error {
 			}
 			runtime.Gosched()
 		case WaitPoll:
-			l, ok := left(time.Hour)
+			l, ok := left(pollSlice)
 			if !ok {
 				return d.timedOut()
 			}
@@ -987,6 +988,16 @@ func (d *Device) Wait(timeout time.Duration) error {
 		if _, ok := left(0); !ok {
 			return d.timedOut()
 		}
+		if d.cfg.Wait == WaitPoll || i&1023 == 1023 {
+			// Every pollSlice, a look at the socket's pending error: the
+			// removal of the interface wakes no poll(2) and fills no ring.
+			if now := time.Now(); now.Sub(checked) >= pollSlice {
+				checked = now
+				if err := d.sockError("wait"); err != nil {
+					return err
+				}
+			}
+		}
 	}
 }
 
@@ -998,6 +1009,10 @@ func (d *Device) timedOut() error {
 	}
 	return netdev.ErrTimeout
 }
+
+// pollSlice is the longest one poll(2) of a WaitPoll Wait sleeps, and how
+// often a Wait looks at the socket's pending error.
+const pollSlice = 100 * time.Millisecond
 
 // linkPolls is after how many empty Polls (a power of two) a spinning
 // receiver's Poll looks at the socket's pending error, the only sign of a

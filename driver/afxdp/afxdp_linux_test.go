@@ -1054,3 +1054,32 @@ func TestAttachTaken(t *testing.T) {
 		t.Errorf("Open: %q, want one line that says the hook is taken", msg)
 	}
 }
+
+// TestWaitInterfaceRemoved removes the interface under a Wait without a
+// timeout, for each policy: it returns ENETDOWN within a second (the
+// socket's pending error, which wakes no poll(2)), and a spinning Poll
+// returns it too.
+func TestWaitInterfaceRemoved(t *testing.T) {
+	for _, w := range []WaitPolicy{WaitSleep, WaitSpin, WaitPoll} {
+		t.Run(w.String(), func(t *testing.T) {
+			l := labtest.New(t, lab.Options{})
+			d := openOn(t, &l.B, Config{Wait: w})
+			done := make(chan error, 1)
+			go func() { done <- d.Wait(-1) }()
+			time.Sleep(50 * time.Millisecond)
+			if out, err := l.B.Cmd("ip", "link", "del", l.B.Ifname).CombinedOutput(); err != nil {
+				t.Fatalf("ip link del: %v: %s", err, out)
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, unix.ENETDOWN) {
+					t.Errorf("Wait(-1) after the interface was removed: %v, want ENETDOWN", err)
+				}
+			case <-time.After(2 * time.Second):
+				d.Close()
+				<-done
+				t.Fatal("Wait(-1) had not returned 2 s after the interface was removed")
+			}
+		})
+	}
+}
