@@ -374,6 +374,11 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	}
 	p.line(fmt.Sprintf("sent %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d errors, %d doorbells",
 		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Errors, r.Doorbells), j)
+	if done := r.Packets + r.Errors; runErr != nil && r.Queued > done {
+		// A device that stopped taking packets (an interface removed
+		// under an AF_XDP queue) keeps what it had queued until Close.
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d of the %d packets queued were neither sent nor counted as errors: still in the device when the run ended\n", r.Queued-done, r.Queued)
+	}
 	if runErr == nil && r.Packets > 0 && r.FirstErr != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d packets not sent; the first error: %v\n", r.Errors, r.FirstErr)
 	}

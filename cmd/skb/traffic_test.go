@@ -1392,3 +1392,37 @@ func sinkOnB(l *lab.Lab, bin, dev, dur string) (*exec.Cmd, *bytes.Buffer) {
 	cmd.Stderr = &stderr
 	return cmd, &stderr
 }
+
+// TestPktgenInterfaceRemoved removes A's interface under an afxdp and an
+// afpacket pktgen: each ends with every send fails, a few seconds later
+// (failStall), not at -t; what the afxdp queue still held is said, not
+// lost from the count.
+func TestPktgenInterfaceRemoved(t *testing.T) {
+	bin := buildSkb(t)
+	for _, dev := range []string{"afxdp", "afpacket"} {
+		l := labtest.New(t, lab.Options{})
+		cmd := l.A.Cmd(bin, "pktgen", "--dev", dev+":"+l.A.Ifname, "--dst", "198.18.0.2:9000", "-r", "20000", "-b", "64", "-t", "20s", "--json")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if out, err := exec.Command("ip", "-n", l.A.NSName, "link", "del", l.A.Ifname).CombinedOutput(); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("ip link del: %v: %s", err, out)
+		}
+		removed := time.Now()
+		err := cmd.Wait()
+		if el := time.Since(removed); err == nil || el > 10*time.Second || !strings.Contains(stderr.String(), "every send fails") {
+			t.Errorf("%s pktgen on a removed interface: %v after %v, stderr %q; want every send fails within 10 s", dev, err, el, stderr.String())
+		}
+		_, r := ndjson(t, stdout.String())
+		sent, errs, queued := num(r, "packets"), num(r, "errors"), num(r, "queued")
+		if held := queued - sent - errs; held > 0 && !strings.Contains(stderr.String(), fmt.Sprintf("%d of the %d packets queued were neither sent nor counted as errors", int(held), int(queued))) {
+			t.Errorf("%s: %v queued, %v sent, %v errors; stderr %q does not say where the rest are", dev, queued, sent, errs, stderr.String())
+		}
+		l.Close()
+	}
+}
