@@ -484,6 +484,8 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 		}
 		if listen.Port() != 0 {
 			defer holdPorts(listen, o.flows)()
+		} else {
+			fmt.Fprintf(cmd.ErrOrStderr(), "skb: sink: warning: on every port (--listen port 0) the sink holds none, so this host's stack answers each datagram with an ICMP port unreachable, which a sender such as skb pktgen reports; give --listen a port (and --flows) to keep it quiet\n")
 		}
 		cfg.Link, cfg.Port, cfg.Ports = true, listen.Port(), o.flows
 		if !listen.Addr().IsUnspecified() {

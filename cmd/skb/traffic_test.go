@@ -1426,3 +1426,23 @@ func TestPktgenInterfaceRemoved(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestLinkSinkEveryPort checks that a link-layer sink on every port
+// (--listen port 0) warns that the host's stack answers the datagrams it
+// takes with ICMP port unreachables, once, and one on a port does not.
+func TestLinkSinkEveryPort(t *testing.T) {
+	bin := buildSkb(t)
+	l := labtest.New(t, lab.Options{})
+	for _, listen := range []string{"198.18.0.2:0", "198.18.0.2:9000"} {
+		cmd := l.B.Cmd(bin, "sink", "--dev", "afpacket:"+l.B.Ifname, "--listen", listen, "-t", "200ms")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("sink --listen %s: %v: %s", listen, err, stderr.String())
+		}
+		want := "this host's stack answers each datagram with an ICMP port unreachable"
+		if n := strings.Count(stderr.String(), want); n != map[bool]int{true: 1, false: 0}[strings.HasSuffix(listen, ":0")] {
+			t.Errorf("sink --listen %s: stderr %q", listen, stderr.String())
+		}
+	}
+}
