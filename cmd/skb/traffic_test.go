@@ -1336,16 +1336,7 @@ func TestLinkGoneOrDown(t *testing.T) {
 		if spin != "" {
 			cmd.Args = append(cmd.Args, spin) // a spinning sink calls no Wait
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(300 * time.Millisecond)
-		if out, err := exec.Command("ip", "-n", l.B.NSName, "link", "del", l.B.Ifname).CombinedOutput(); err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("ip link del: %v: %s", err, out)
-		}
-		removed := time.Now()
+		removed := startThenRemove(t, cmd, &l.B, 300*time.Millisecond)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
@@ -1404,16 +1395,7 @@ func TestPktgenInterfaceRemoved(t *testing.T) {
 		cmd := l.A.Cmd(bin, "pktgen", "--dev", dev+":"+l.A.Ifname, "--dst", "198.18.0.2:9000", "-r", "20000", "-b", "64", "-t", "20s", "--json")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(500 * time.Millisecond)
-		if out, err := exec.Command("ip", "-n", l.A.NSName, "link", "del", l.A.Ifname).CombinedOutput(); err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("ip link del: %v: %s", err, out)
-		}
-		removed := time.Now()
+		removed := startThenRemove(t, cmd, &l.A, 500*time.Millisecond)
 		err := cmd.Wait()
 		if el := time.Since(removed); err == nil || el > 10*time.Second || !strings.Contains(stderr.String(), "every send fails") {
 			t.Errorf("%s pktgen on a removed interface: %v after %v, stderr %q; want every send fails within 10 s", dev, err, el, stderr.String())
@@ -1445,4 +1427,20 @@ func TestLinkSinkEveryPort(t *testing.T) {
 			t.Errorf("sink --listen %s: stderr %q", listen, stderr.String())
 		}
 	}
+}
+
+// startThenRemove starts cmd, removes h's veth end after, and returns when
+// it did; it kills cmd and fails the test when either fails.
+func startThenRemove(t *testing.T, cmd *exec.Cmd, h *lab.Host, after time.Duration) time.Time {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(after)
+	if out, err := exec.Command("ip", "-n", h.NSName, "link", "del", h.Ifname).CombinedOutput(); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("ip link del: %v: %s", err, out)
+	}
+	return time.Now()
 }
