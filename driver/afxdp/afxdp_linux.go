@@ -935,10 +935,8 @@ func (d *Device) Wait(timeout time.Duration) error {
 	if timeout == 0 {
 		return netdev.ErrTimeout
 	}
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
+	checked := time.Now() // the last look at the socket's pending error
+	deadline := checked.Add(timeout)
 	// left returns the time to the deadline, capped at max; ok false once
 	// it passed.
 	left := func(max time.Duration) (time.Duration, bool) {
@@ -948,7 +946,6 @@ func (d *Device) Wait(timeout time.Duration) error {
 		l := time.Until(deadline)
 		return min(l, max), l > 0
 	}
-	checked := time.Now()
 	for i := 0; ; i++ {
 		switch d.cfg.Wait {
 		case WaitSpin:
