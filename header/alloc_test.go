@@ -101,6 +101,31 @@ func TestZeroAllocs(t *testing.T) {
 			ARP(out[14:]).Encode(&ARPFields{SenderHardwareAddr: mac1[:], TargetHardwareAddr: mac2[:], SenderProtocolAddr: out[0:4], TargetProtocolAddr: out[4:8]})
 			IPv4(udp4[14:]).DecTTL()
 		}},
+		{"IPv6 extension headers", func() {
+			opts := []byte{IPv6OptionRouterAlert, 2, 0, 0}
+			IPv6Options(out).Encode(&IPv6OptionsFields{NextHeader: IPProtoRouting, Options: opts})
+			IPv6Routing(out[8:]).Encode(&IPv6RoutingFields{NextHeader: IPProtoUDP, RoutingType: IPv6RoutingSegments, Data: opts})
+			h, err := ParseIPv6Options(out)
+			if err != nil {
+				panic(err)
+			}
+			it := NewIPv6OptionIterator(h.Options())
+			for {
+				typ, _, ok := it.Next()
+				if !ok {
+					break
+				}
+				sink += uint64(typ)
+			}
+			r, err := ParseIPv6Routing(out[8:])
+			if err != nil || it.Err() != nil {
+				panic("extension headers")
+			}
+			sink += uint64(r.SegmentsLeft()) + uint64(len(r.Data()))
+			if _, err := ParseIPv6Routing(out[:1]); err == nil {
+				panic("no error")
+			}
+		}},
 		{"checksums", func() {
 			sink += uint64(Checksum(udp4, 0))
 			sink += uint64(ChecksumUpdate32(1, 2, 3) + ChecksumUpdate16(1, 2, 3) + ChecksumUpdateBytes(1, udp4[:16], tcp6[:16]))

@@ -20,7 +20,11 @@ type UDPFrame struct {
 	VLANProto uint16
 	VLANTCI   uint16
 
-	SourceIP      netip.Addr // both IPv4 (Is4) or both IPv6
+	// SourceIP and DestinationIP are both IPv4 (Is4) or both IPv6. An
+	// IPv6 zone (fe80::1%eth0) is not written, as it is no part of the
+	// header: it names the interface, which the device sending the frame
+	// decides.
+	SourceIP      netip.Addr
 	DestinationIP netip.Addr
 	TOS           uint8  // IPv4 TOS or IPv6 Traffic Class
 	TTL           uint8  // IPv4 TTL or IPv6 Hop Limit; 0 means DefaultTTL

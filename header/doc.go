@@ -4,7 +4,8 @@
 // # Views
 //
 // Each header is a view: a named []byte (Ethernet, VLAN, ARP, IPv4, IPv6,
-// IPv6Fragment, UDP, TCP, ICMPv4, ICMPv6) whose methods read and write the
+// IPv6Fragment, IPv6Options for Hop-by-Hop and Destination Options,
+// IPv6Routing, UDP, TCP, ICMPv4, ICMPv6) whose methods read and write the
 // fields at their offsets, big-endian, without copying. A ParseX function
 // checks every length field against the bytes present and returns the view,
 // trimmed to the header's own length field where it has one; after that the
@@ -12,7 +13,8 @@
 // panic with an index out of range when the slice is too short, like any
 // slice access. Each view has an Encode method that writes a whole header
 // from an XFields struct into a slice the caller provides, and setters for
-// single fields. Views alias the bytes they were made from: a view of a
+// single fields. OptionIterator walks IPv4 and TCP options, and
+// IPv6OptionIterator the options of IPv6Options. Views alias the bytes they were made from: a view of a
 // buffer is valid until that buffer is changed, unshared or freed.
 //
 // ParseFrame and ParsePacket walk a frame (Ethernet, VLAN tags, ARP or IP,
@@ -37,7 +39,8 @@
 // sum the pseudo-headers of RFC 768, RFC 9293 and RFC 8200; ChecksumUpdate16,
 // ChecksumUpdate32 and ChecksumUpdateBytes apply RFC 1624 incremental
 // updates (NAT, TTL decrement), and ChecksumUpdateAddr one to a UDP or TCP
-// checksum for an address of its pseudo-header, with UDP's rules for zero; FinishChecksum completes a CHECKSUM_PARTIAL
+// checksum for an address of its pseudo-header, with UDP's rules for zero;
+// FinishChecksum completes a CHECKSUM_PARTIAL
 // packet from csum_start and csum_offset as the kernel's skb_checksum_help
 // does. ChecksumBuff and FinishChecksumBuff do the same over an skb.Buff,
 // page frags and frag list included (the kernel's skb_checksum and

@@ -34,8 +34,9 @@ var (
 	// (20 bytes), the minimum of RFC 9293.
 	ErrBadDataOffset = errors.New("header: bad TCP data offset")
 
-	// ErrBadOption is returned for a malformed IPv4 or TCP option: an
-	// option length below 2 or running past the options area.
+	// ErrBadOption is returned for a malformed IPv4 or TCP option (an
+	// option length below 2 or running past the options area) and by
+	// IPv6OptionIterator.Err for a malformed IPv6 option.
 	ErrBadOption = errors.New("header: bad option")
 
 	// ErrBadExtensionHeader is returned for an IPv6 extension header chain
@@ -78,7 +79,7 @@ var (
 // it. Match it with errors.Is against a sentinel, or errors.As to read the
 // layer.
 type ParseError struct {
-	Layer  string // the header that failed: "ethernet", "vlan", "arp", "ip", "ipv4", "ipv6", "udp", "tcp", "icmpv4", "icmpv6", or "frame" for a header beyond the linear data
+	Layer  string // the header that failed: "ethernet", "vlan", "arp", "ip", "ipv4", "ipv6", "ipv6 fragment", "ipv6 options", "ipv6 routing", "udp", "tcp", "icmpv4", "icmpv6", or "frame" for a header beyond the linear data
 	Reason string // what was wrong, in words
 	Err    error  // the sentinel, one of the Err values of this package
 }
@@ -116,14 +117,16 @@ var (
 	errIPv4Option      = perr("ipv4", "malformed option", ErrBadOption)
 	errIPv4Checksum    = perr("ipv4", "header checksum", ErrBadChecksum)
 
-	errIPv6Short     = perr("ipv6", "packet shorter than 40 bytes", ErrTruncated)
-	errIPv6Version   = perr("ipv6", "version is not 6", ErrBadVersion)
-	errIPv6Payload   = perr("ipv6", "payload length beyond the bytes present", ErrTruncated)
-	errIPv6ExtShort  = perr("ipv6", "extension header beyond the payload", ErrTruncated)
-	errIPv6HopByHop  = perr("ipv6", "hop-by-hop options header not first", ErrBadExtensionHeader)
-	errIPv6FragShort = perr("ipv6 fragment", "header shorter than 8 bytes", ErrTruncated)
-	errPacketVersion = perr("ip", "version is neither 4 nor 6", ErrBadVersion)
-	errPacketEmpty   = perr("ip", "empty packet", ErrTruncated)
+	errIPv6Short        = perr("ipv6", "packet shorter than 40 bytes", ErrTruncated)
+	errIPv6Version      = perr("ipv6", "version is not 6", ErrBadVersion)
+	errIPv6Payload      = perr("ipv6", "payload length beyond the bytes present", ErrTruncated)
+	errIPv6ExtShort     = perr("ipv6", "extension header beyond the payload", ErrTruncated)
+	errIPv6HopByHop     = perr("ipv6", "hop-by-hop options header not first", ErrBadExtensionHeader)
+	errIPv6FragShort    = perr("ipv6 fragment", "header shorter than 8 bytes", ErrTruncated)
+	errIPv6OptsShort    = perr("ipv6 options", "header shorter than 2 bytes or than its length field", ErrTruncated)
+	errIPv6RoutingShort = perr("ipv6 routing", "header shorter than 2 bytes or than its length field", ErrTruncated)
+	errPacketVersion    = perr("ip", "version is neither 4 nor 6", ErrBadVersion)
+	errPacketEmpty      = perr("ip", "empty packet", ErrTruncated)
 
 	errUDPShort    = perr("udp", "datagram shorter than 8 bytes", ErrTruncated)
 	errUDPLenSmall = perr("udp", "length below 8", ErrBadLength)

@@ -130,6 +130,17 @@ func TestBuildUDPChecksumModes(t *testing.T) {
 	}
 }
 
+// TestBuildUDPZone checks that an IPv6 zone changes nothing in the frame:
+// it names an interface, not header bytes.
+func TestBuildUDPZone(t *testing.T) {
+	f := udp6Frame()
+	plain := udpFrame(t, f, 100)
+	f.SourceIP, f.DestinationIP = f.SourceIP.WithZone("eth0"), f.DestinationIP.WithZone("7")
+	if zoned := udpFrame(t, f, 100); string(zoned) != string(plain) {
+		t.Fatalf("zoned addresses built % x, want % x", zoned, plain)
+	}
+}
+
 func TestBuildUDPErrors(t *testing.T) {
 	tests := []struct {
 		name string
