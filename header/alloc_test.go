@@ -126,6 +126,29 @@ func TestZeroAllocs(t *testing.T) {
 				panic("no error")
 			}
 		}},
+		{"NDP", func() {
+			f := NDPFields{Type: ICMPv6NeighborAdvert, Flags: NDPFlagSolicited, Target: ip6a, Options: []byte{NDPOptionTargetLinkAddr, 1, 2, 0, 0, 0, 0, 1}}
+			NDP(out).Encode(&f)
+			h, err := ParseNDP(out[:f.Len()])
+			if err != nil {
+				panic(err)
+			}
+			it := NewNDPOptionIterator(h.Options())
+			for {
+				_, data, ok := it.Next()
+				if !ok {
+					break
+				}
+				mac, _ := NDPLinkAddr(data)
+				sink += uint64(mac[5])
+			}
+			if !h.Target().IsValid() || it.Err() != nil {
+				panic("ndp")
+			}
+			if _, err := ParseNDP(out[:3]); err == nil {
+				panic("no error")
+			}
+		}},
 		{"checksums", func() {
 			sink += uint64(Checksum(udp4, 0))
 			sink += uint64(ChecksumUpdate32(1, 2, 3) + ChecksumUpdate16(1, 2, 3) + ChecksumUpdateBytes(1, udp4[:16], tcp6[:16]))

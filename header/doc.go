@@ -5,7 +5,8 @@
 //
 // Each header is a view: a named []byte (Ethernet, VLAN, ARP, IPv4, IPv6,
 // IPv6Fragment, IPv6Options for Hop-by-Hop and Destination Options,
-// IPv6Routing, UDP, TCP, ICMPv4, ICMPv6) whose methods read and write the
+// IPv6Routing, UDP, TCP, ICMPv4, ICMPv6, and NDP for Neighbor Discovery)
+// whose methods read and write the
 // fields at their offsets, big-endian, without copying. A ParseX function
 // checks every length field against the bytes present and returns the view,
 // trimmed to the header's own length field where it has one; after that the
@@ -14,7 +15,8 @@
 // slice access. Each view has an Encode method that writes a whole header
 // from an XFields struct into a slice the caller provides, and setters for
 // single fields. OptionIterator walks IPv4 and TCP options, and
-// IPv6OptionIterator the options of IPv6Options. Views alias the bytes they were made from: a view of a
+// IPv6OptionIterator the options of IPv6Options, NDPOptionIterator those of
+// an NDP message. Views alias the bytes they were made from: a view of a
 // buffer is valid until that buffer is changed, unshared or freed.
 //
 // ParseFrame and ParsePacket walk a frame (Ethernet, VLAN tags, ARP or IP,

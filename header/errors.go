@@ -44,6 +44,10 @@ var (
 	// that does not directly follow the fixed header.
 	ErrBadExtensionHeader = errors.New("header: bad IPv6 extension header")
 
+	// ErrBadType is returned by ParseNDP for an ICMPv6 type that is not a
+	// Neighbor Discovery message.
+	ErrBadType = errors.New("header: unexpected message type")
+
 	// ErrBadChecksum is returned by Frame.VerifyChecksum and
 	// Frame.VerifyChecksumBuff when an IPv4 header, UDP, TCP or ICMP
 	// checksum does not verify.
@@ -79,7 +83,7 @@ var (
 // it. Match it with errors.Is against a sentinel, or errors.As to read the
 // layer.
 type ParseError struct {
-	Layer  string // the header that failed: "ethernet", "vlan", "arp", "ip", "ipv4", "ipv6", "ipv6 fragment", "ipv6 options", "ipv6 routing", "udp", "tcp", "icmpv4", "icmpv6", or "frame" for a header beyond the linear data
+	Layer  string // the header that failed: "ethernet", "vlan", "arp", "ip", "ipv4", "ipv6", "ipv6 fragment", "ipv6 options", "ipv6 routing", "udp", "tcp", "icmpv4", "icmpv6", "ndp", or "frame" for a header beyond the linear data
 	Reason string // what was wrong, in words
 	Err    error  // the sentinel, one of the Err values of this package
 }
@@ -124,6 +128,8 @@ var (
 	errIPv6HopByHop     = perr("ipv6", "hop-by-hop options header not first", ErrBadExtensionHeader)
 	errIPv6FragShort    = perr("ipv6 fragment", "header shorter than 8 bytes", ErrTruncated)
 	errIPv6OptsShort    = perr("ipv6 options", "header shorter than 2 bytes or than its length field", ErrTruncated)
+	errNDPShort         = perr("ndp", "message shorter than its type's fixed part", ErrTruncated)
+	errNDPType          = perr("ndp", "not a neighbor discovery message type (133 to 137)", ErrBadType)
 	errIPv6RoutingShort = perr("ipv6 routing", "header shorter than 2 bytes or than its length field", ErrTruncated)
 	errPacketVersion    = perr("ip", "version is neither 4 nor 6", ErrBadVersion)
 	errPacketEmpty      = perr("ip", "empty packet", ErrTruncated)
