@@ -128,4 +128,18 @@ func TestConfigError(t *testing.T) {
 	if netdev.ConfigError(driverErr, nil) != nil {
 		t.Error("ConfigError of nil is not nil")
 	}
+
+	// A driver's sentinel made with NewConfigError matches netdev's, and
+	// an error made with ConfigErrorf both.
+	mine, other := netdev.NewConfigError("mydriver: invalid config"), netdev.NewConfigError("other: invalid config")
+	err = fmt.Errorf("mydriver: open x: %w", netdev.ConfigErrorf(mine, "ring size %d", 3))
+	if !errors.Is(err, mine) || !errors.Is(err, netdev.ErrConfig) || errors.Is(err, other) {
+		t.Errorf("%v matches mine %v, netdev's %v, another driver's %v; want true, true, false", err, errors.Is(err, mine), errors.Is(err, netdev.ErrConfig), errors.Is(err, other))
+	}
+	if got, want := err.Error(), "mydriver: open x: invalid config: ring size 3"; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	if mine.Error() != "mydriver: invalid config" || !errors.Is(mine, netdev.ErrConfig) {
+		t.Errorf("sentinel %q does not match netdev.ErrConfig", mine)
+	}
 }

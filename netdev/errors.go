@@ -2,6 +2,7 @@ package netdev
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 )
@@ -13,8 +14,9 @@ var (
 	// TxAvail first, or Flush and retry later with a new buffer.
 	ErrQueueFull = errors.New("netdev: transmit queue full")
 
-	// ErrConfig is wrapped by Config.Validate's error, and so by every
-	// driver's Open, for settings out of range.
+	// ErrConfig is wrapped by Config.Validate's error for settings out of
+	// range, and matched (errors.Is) by every driver's configuration error:
+	// each driver's own ErrConfig is made with NewConfigError.
 	ErrConfig = errors.New("netdev: invalid config")
 
 	// ErrTooBig is returned by Xmit for a packet the device cannot carry
@@ -42,6 +44,28 @@ func ConfigError(driverErr, err error) error {
 		return nil
 	}
 	return configError{driverErr, err}
+}
+
+// NewConfigError returns a new sentinel for a driver's configuration errors
+// (its ErrConfig): an error whose message is text, which errors.Is matches
+// with itself and with ErrConfig, so that a caller written against netdev
+// tests any driver's configuration error with ErrConfig alone.
+func NewConfigError(text string) error { return &driverConfig{text} }
+
+// driverConfig is NewConfigError's sentinel; a pointer, so that each is
+// distinct.
+type driverConfig struct{ text string }
+
+func (e *driverConfig) Error() string        { return e.text }
+func (e *driverConfig) Is(target error) bool { return target == ErrConfig }
+
+// ConfigErrorf returns a driver's error for a bad configuration: one that
+// matches driverErr (a NewConfigError sentinel, and so ErrConfig) and whose
+// message is "invalid config: " and the text formatted as fmt.Sprintf
+// does, for the driver to prefix with its package and operation
+// ("afpacket: open eth0: invalid config: block count -1").
+func ConfigErrorf(driverErr error, format string, a ...any) error {
+	return configError{driverErr, fmt.Errorf("invalid config: "+format, a...)}
 }
 
 // configError is ConfigError's error: err's message, both errors matched.

@@ -178,20 +178,20 @@ type errnoErr struct {
 // device.
 func Open(cfg Config) (*Device, error) {
 	if err := cfg.Config.Validate(); err != nil {
-		return nil, fmt.Errorf("afpacket: open %s: %w", cfg.Ifname, netdev.ConfigError(ErrConfig, err))
+		return nil, openError(cfg.Ifname, netdev.ConfigError(ErrConfig, err))
 	}
 	g, err := cfg.check(os.Getpagesize())
 	if err != nil {
-		return nil, fmt.Errorf("afpacket: open %s: %w", cfg.Ifname, err)
+		return nil, openError(cfg.Ifname, err)
 	}
 	prog, err := cfg.filter()
 	if err != nil {
-		return nil, fmt.Errorf("afpacket: open %s: %w", cfg.Ifname, err)
+		return nil, openError(cfg.Ifname, err)
 	}
 	d := &Device{cfg: cfg, g: g, fd: -1, efd: -1}
 	if err := d.open(prog); err != nil {
 		d.release()
-		return nil, fmt.Errorf("afpacket: open %s: %w", cfg.Ifname, err)
+		return nil, openError(cfg.Ifname, err)
 	}
 	return d, nil
 }
@@ -354,7 +354,7 @@ func attachFilter(fd int, prog []bpf.RawInstruction) error {
 		f[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
 	}
 	if len(f) == 0 || len(f) > 4096 {
-		return fmt.Errorf("%w: filter of %d instructions (1 to 4096)", ErrConfig, len(f))
+		return netdev.ConfigErrorf(ErrConfig, "filter of %d instructions (1 to 4096)", len(f))
 	}
 	fp := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
 	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fp); err != nil {
@@ -738,7 +738,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // Close every device.
 func OpenFanout(cfg Config, n int) ([]*Device, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("afpacket: open %s: %w: fanout of %d devices", cfg.Ifname, ErrConfig, n)
+		return nil, openError(cfg.Ifname, netdev.ConfigErrorf(ErrConfig, "fanout of %d devices", n))
 	}
 	if cfg.Fanout == FanoutNone {
 		cfg.Fanout = FanoutHash

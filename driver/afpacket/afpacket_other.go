@@ -23,7 +23,7 @@ type RingStats struct {
 }
 
 func unsupported(cfg *Config) error {
-	return fmt.Errorf("afpacket: open %s: %w", cfg.Ifname, errors.ErrUnsupported)
+	return openError(cfg.Ifname, errors.ErrUnsupported)
 }
 
 // Open returns an error wrapping errors.ErrUnsupported off Linux.

@@ -2,6 +2,7 @@ package afpacket
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"golang.org/x/net/bpf"
@@ -277,7 +278,7 @@ func (c *Config) check(pageSize int) (geometry, error) {
 	}
 	g.timeoutMS = int((tmo + time.Millisecond - 1) / time.Millisecond)
 	bad := func(format string, args ...any) (geometry, error) {
-		return geometry{}, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+		return geometry{}, netdev.ConfigErrorf(ErrConfig, format, args...)
 	}
 	switch {
 	case c.Ifname == "":
@@ -298,6 +299,10 @@ func (c *Config) check(pageSize int) (geometry, error) {
 		return bad("block count %d", g.blockCount)
 	case g.frameSize < minFrameSize || g.frameSize%16 != 0 || g.blockSize%g.frameSize != 0:
 		return bad("frame size %d: want a multiple of 16, at least %d, dividing the block size %d", g.frameSize, minFrameSize, g.blockSize)
+	case g.blockSize > math.MaxUint32 || g.blockCount > math.MaxUint32/(g.blockSize/g.frameSize):
+		// The kernel counts them in 32 bits (struct tpacket_req3) and
+		// refuses a ring of more frames than that (packet_set_ring).
+		return bad("%d blocks of %d frames: more than the kernel's 32-bit counts", g.blockCount, g.blockSize/g.frameSize)
 	case tmo < 0 || g.timeoutMS > 0xffff:
 		return bad("block timeout %v", c.BlockTimeout)
 	case g.txFrames < g.batch:
@@ -344,7 +349,7 @@ func (c *Config) filter() ([]bpf.RawInstruction, error) {
 		case bpfRetK:
 			ins.K = min(ins.K, uint32(c.SnapLen))
 		case bpfRetA:
-			return nil, fmt.Errorf("%w: filter instruction %d returns the accumulator, which SnapLen cannot bound", ErrConfig, i)
+			return nil, netdev.ConfigErrorf(ErrConfig, "filter instruction %d returns the accumulator, which SnapLen cannot bound", i)
 		}
 		prog[i] = ins
 	}

@@ -35,6 +35,8 @@ func TestOpenErrors(t *testing.T) {
 		{"fanout tx only", Config{Ifname: "lo", Fanout: FanoutLB, TxOnly: true}, ErrConfig},
 		{"tx mode", Config{Ifname: "lo", TxMode: 9}, ErrConfig},
 		{"snaplen with filter returning A", Config{Ifname: "lo", SnapLen: 64, Filter: rawRetA}, ErrConfig},
+		{"frames past 32 bits", Config{Ifname: "lo", BlockCount: 1 << 30}, ErrConfig},
+		{"block size past 32 bits", Config{Ifname: "lo", BlockSize: 1 << 32, FrameSize: 1 << 16}, ErrConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := Open(tc.cfg)
@@ -42,8 +44,18 @@ func TestOpenErrors(t *testing.T) {
 				d.Close()
 				t.Fatal("opened")
 			}
-			if !errors.Is(err, tc.want) || !strings.HasPrefix(err.Error(), "afpacket: open "+tc.cfg.Ifname+": ") {
-				t.Fatalf("error %q, want one wrapping %v with the prefix", err, tc.want)
+			prefix := "afpacket: open " + tc.cfg.Ifname + ": "
+			if tc.cfg.Ifname == "" {
+				prefix = "afpacket: open: "
+			}
+			if tc.want == ErrConfig {
+				prefix += "invalid config: "
+			}
+			if !errors.Is(err, tc.want) || !strings.HasPrefix(err.Error(), prefix) {
+				t.Fatalf("error %q, want one wrapping %v starting %q", err, tc.want, prefix)
+			}
+			if tc.want == ErrConfig && !errors.Is(err, netdev.ErrConfig) {
+				t.Fatalf("error %q does not match netdev.ErrConfig", err)
 			}
 		})
 	}

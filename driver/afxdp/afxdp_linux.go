@@ -133,8 +133,11 @@ func Open(ifname string, queue int, cfg Config) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: open %s queue %d: %w", ifname, queue, err)
 	}
-	if queue < 0 {
-		return nil, fmt.Errorf("afxdp: open %s queue %d: %w: negative queue", ifname, queue, ErrConfig)
+	switch {
+	case ifname == "":
+		return nil, fmt.Errorf("afxdp: open: %w", netdev.ConfigErrorf(ErrConfig, "no interface name"))
+	case queue < 0:
+		return nil, fmt.Errorf("afxdp: open %s queue %d: %w", ifname, queue, netdev.ConfigErrorf(ErrConfig, "negative queue"))
 	}
 	d := &Device{ifname: ifname, queue: queue, cfg: c, wakeFD: -1, downDone: make(chan struct{}), fdPrivate: thread.Private()}
 	if err := d.open(); err != nil {
@@ -253,11 +256,11 @@ func (d *Device) setupPool() error {
 		fs = DefaultFrameSize
 	}
 	if c.Frames < c.RingSize {
-		return d.wrap("open", fmt.Errorf("%w: %d frames cannot fill a fill ring of %d", ErrConfig, c.Frames, c.RingSize))
+		return d.wrap("open", netdev.ConfigErrorf(ErrConfig, "%d frames cannot fill a fill ring of %d", c.Frames, c.RingSize))
 	}
 	rxOff := max(want, XDPHeadroom)
 	if rxOff+ethHeaderLen > fs {
-		return d.wrap("open", fmt.Errorf("%w: headroom %d leaves no room in a frame of %d", ErrConfig, want, fs))
+		return d.wrap("open", netdev.ConfigErrorf(ErrConfig, "headroom %d leaves no room in a frame of %d", want, fs))
 	}
 	classes := []pool.Class{{Size: fs, Max: c.Frames, Contiguous: true}}
 	if thr := c.CopybreakThreshold(); thr > 0 && d.up == nil {
@@ -310,7 +313,7 @@ func (d *Device) setupGeometry(ci int) error {
 	want := c.HeadroomBytes()
 	d.rxOff = max(want, hr, XDPHeadroom)
 	if d.rxOff+ethHeaderLen > d.frameSize {
-		return d.wrap("open", fmt.Errorf("%w: headroom %d leaves no room in a frame of %d", ErrConfig, d.rxOff, d.frameSize))
+		return d.wrap("open", netdev.ConfigErrorf(ErrConfig, "headroom %d leaves no room in a frame of %d", d.rxOff, d.frameSize))
 	}
 	d.allocSize = d.frameSize - hr
 	d.maxLen = min(d.mtu+ethHeaderLen+vlanTagLen, d.allocSize)

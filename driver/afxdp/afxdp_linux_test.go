@@ -261,6 +261,35 @@ func TestModesAndDetach(t *testing.T) {
 	}
 }
 
+// TestOpenConfigErrors checks the configuration errors Open returns before
+// it makes anything (no privileges needed): each matches ErrConfig and
+// netdev.ErrConfig, and says what is wrong once.
+func TestOpenConfigErrors(t *testing.T) {
+	for _, tt := range []struct {
+		ifname string
+		queue  int
+		cfg    Config
+		want   string
+	}{
+		{"", 0, Config{}, "afxdp: open: invalid config: no interface name"},
+		{"lo", -1, Config{}, "afxdp: open lo queue -1: invalid config: negative queue"},
+		{"lo", 0, Config{RingSize: 3}, "afxdp: open lo queue 0: invalid config: "},
+		{"lo", 0, Config{Config: netdev.Config{Headroom: -5}}, "afxdp: open lo queue 0: netdev: invalid config: headroom -5"},
+	} {
+		d, err := Open(tt.ifname, tt.queue, tt.cfg)
+		if err == nil {
+			d.Close()
+			t.Fatalf("Open(%q, %d) succeeded", tt.ifname, tt.queue)
+		}
+		if !errors.Is(err, ErrConfig) || !errors.Is(err, netdev.ErrConfig) || !strings.HasPrefix(err.Error(), tt.want) || strings.Count(err.Error(), "invalid config") != 1 {
+			t.Errorf("Open(%q, %d, %+v): %q; want ErrConfig, netdev.ErrConfig, starting %q", tt.ifname, tt.queue, tt.cfg, err, tt.want)
+		}
+	}
+	if _, err := ParseWaitPolicy("nap"); !errors.Is(err, netdev.ErrConfig) || err.Error() != `afxdp: invalid config: wait policy "nap": want sleep, spin or poll` {
+		t.Errorf("ParseWaitPolicy: %v", err)
+	}
+}
+
 func TestOpenFailureReleasesAll(t *testing.T) {
 	l := labtest.New(t, lab.Options{})
 	tests := []struct {
@@ -293,6 +322,9 @@ func TestOpenFailureReleasesAll(t *testing.T) {
 			t.Logf("%v", err)
 			if tt.want != nil && !errors.Is(err, tt.want) {
 				t.Errorf("error %v, want one wrapping %v", err, tt.want)
+			}
+			if tt.want == ErrConfig && (!errors.Is(err, netdev.ErrConfig) || !strings.Contains(err.Error(), ": invalid config: ")) {
+				t.Errorf("error %q does not match netdev.ErrConfig or say invalid config once", err)
 			}
 			if !strings.HasPrefix(err.Error(), tt.prefix) {
 				t.Errorf("error %q, want it to start %q", err, tt.prefix)

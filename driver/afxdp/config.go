@@ -74,7 +74,7 @@ func ParseWaitPolicy(s string) (WaitPolicy, error) {
 			return w, nil
 		}
 	}
-	return 0, fmt.Errorf("afxdp: wait policy %q: %w: want sleep, spin or poll", s, ErrConfig)
+	return 0, fmt.Errorf("afxdp: %w", netdev.ConfigErrorf(ErrConfig, "wait policy %q: want sleep, spin or poll", s))
 }
 
 // AttachMode is how the XDP program is attached to the interface
@@ -217,7 +217,7 @@ type Config struct {
 // resolved is a Config with the defaults filled in and checked.
 func (c Config) resolved() (Config, error) {
 	bad := func(format string, args ...any) (Config, error) {
-		return c, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+		return c, netdev.ConfigErrorf(ErrConfig, format, args...)
 	}
 	if c.RingSize == 0 {
 		c.RingSize = DefaultRingSize

@@ -1,12 +1,18 @@
 package afxdp
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/skbdev/skb/netdev"
+)
 
 var (
 	// ErrConfig is wrapped by Open for a Config it cannot use: a frame size
 	// other than 2048 or 4096, a ring size that is not a power of two, too few
-	// frames to fill the fill ring, a mode out of range.
-	ErrConfig = errors.New("afxdp: bad config")
+	// frames to fill the fill ring, a mode out of range, no interface
+	// name. It also matches netdev.ErrConfig (errors.Is), as every
+	// driver's configuration error does.
+	ErrConfig = netdev.NewConfigError("afxdp: invalid config")
 
 	// ErrShortFrame is returned by Xmit for a frame shorter than an Ethernet
 	// header (14 bytes): the packet was dropped (tx_dropped_malformed).

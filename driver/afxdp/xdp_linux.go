@@ -10,6 +10,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/skbdev/skb/netdev"
 )
 
 // xskMapEntries is the size of the XSKMAP: one slot per receive queue, keyed
@@ -95,7 +97,7 @@ func attachXDP(ifindex, queue, sockFD int, mode AttachMode) (*xdpProgram, error)
 		}
 		xdpShared.m[key] = x
 	} else if mode != AttachAuto && mode != x.mode {
-		return nil, fmt.Errorf("%w: another queue's program is attached in %s mode, not %s", ErrConfig, x.mode, mode)
+		return nil, netdev.ConfigErrorf(ErrConfig, "another queue's program is attached in %s mode, not %s", x.mode, mode)
 	}
 	if err := x.xsks.Put(uint32(queue), uint32(sockFD)); err != nil {
 		if x.refs == 0 {

@@ -99,7 +99,7 @@ func TestConfigErrors(t *testing.T) {
 	} {
 		cfg.Pool = p
 		a, b, err := memring.NewPair(cfg)
-		if !errors.Is(err, memring.ErrConfig) || a != nil || b != nil || !strings.HasPrefix(err.Error(), "memring: new pair: invalid config: ") {
+		if !errors.Is(err, memring.ErrConfig) || !errors.Is(err, netdev.ErrConfig) || a != nil || b != nil || !strings.HasPrefix(err.Error(), "memring: new pair: invalid config: ") {
 			t.Errorf("NewPair(RingSize %d, RxBufSize %d, DoorbellCost %v) = %v, %v, %v; want ErrConfig, \"memring: new pair: invalid config: \"",
 				cfg.RingSize, cfg.RxBufSize, cfg.DoorbellCost, a, b, err)
 		}

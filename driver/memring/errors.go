@@ -1,7 +1,6 @@
 package memring
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/skbdev/skb/netdev"
@@ -10,7 +9,7 @@ import (
 // ErrConfig is returned by NewPair for an invalid Config: a RingSize that is
 // not a power of two, a negative size or cost, or a RxBufSize the pool cannot
 // hold.
-var ErrConfig = errors.New("memring: invalid config")
+var ErrConfig = netdev.NewConfigError("memring: invalid config")
 
 // The errors of the hot path are made once, so that returning one formats no
 // string and allocates nothing.
@@ -23,10 +22,3 @@ var (
 	errWaitTime   = fmt.Errorf("memring: wait: %w", netdev.ErrTimeout)
 	errCloseAgain = fmt.Errorf("memring: close: %w", netdev.ErrClosed)
 )
-
-// configErrorf returns an error wrapping ErrConfig (and netdev.ErrConfig)
-// whose message is "invalid config: " and the formatted text, for NewPair
-// to prefix with its operation.
-func configErrorf(format string, a ...any) error {
-	return netdev.ConfigError(ErrConfig, fmt.Errorf("invalid config: "+format, a...))
-}

@@ -72,13 +72,13 @@ func (cfg *Config) check() error {
 	}
 	switch {
 	case cfg.RingSize < 1 || cfg.RingSize > maxRingSize || cfg.RingSize&(cfg.RingSize-1) != 0:
-		return configErrorf("ring size %d is not a power of two from 1 to %d", cfg.RingSize, maxRingSize)
+		return netdev.ConfigErrorf(ErrConfig, "ring size %d is not a power of two from 1 to %d", cfg.RingSize, maxRingSize)
 	case cfg.RxBufSize < 0:
-		return configErrorf("receive buffer size %d", cfg.RxBufSize)
+		return netdev.ConfigErrorf(ErrConfig, "receive buffer size %d", cfg.RxBufSize)
 	case cfg.DoorbellCost < 0:
-		return configErrorf("doorbell cost %v", cfg.DoorbellCost)
+		return netdev.ConfigErrorf(ErrConfig, "doorbell cost %v", cfg.DoorbellCost)
 	case cfg.Headroom < netdev.NoHeadroom:
-		return configErrorf("headroom %d", cfg.Headroom)
+		return netdev.ConfigErrorf(ErrConfig, "headroom %d", cfg.Headroom)
 	}
 	return nil
 }
@@ -163,7 +163,7 @@ func NewPair(cfg Config) (a, b *Device, err error) {
 		if sh.own {
 			sh.pool.Close()
 		}
-		return nil, nil, fmt.Errorf("memring: new pair: %w", configErrorf("receive buffers of %d bytes after %d bytes of headroom do not fit the pool's largest class (%d bytes after %d)",
+		return nil, nil, fmt.Errorf("memring: new pair: %w", netdev.ConfigErrorf(ErrConfig, "receive buffers of %d bytes after %d bytes of headroom do not fit the pool's largest class (%d bytes after %d)",
 			cfg.RxBufSize, cfg.HeadroomBytes(), sh.pool.MaxAlloc(), sh.pool.Headroom()))
 	}
 	sh.refs.Store(2)

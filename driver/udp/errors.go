@@ -2,7 +2,6 @@ package udp
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/skbdev/skb/netdev"
 )
@@ -14,7 +13,7 @@ var (
 	// MaxSockBuf, or a RecvSize or Headroom that no size class of the pool
 	// holds. It also matches netdev.ErrConfig (errors.Is), as every
 	// driver's configuration error does.
-	ErrConfig error = configError{}
+	ErrConfig = netdev.NewConfigError("udp: invalid config")
 
 	// ErrNoDestination is returned by Xmit on an unconnected device (Remote
 	// unset) when no destination was set with SetDst, and by XmitTo and
@@ -34,18 +33,3 @@ var (
 	// netdev.ErrClosed, which is net.ErrClosed.
 	ErrClosed = netdev.ErrClosed
 )
-
-// configError is ErrConfig: "udp: invalid config", which also matches
-// netdev.ErrConfig, as every driver's configuration error does.
-type configError struct{}
-
-func (configError) Error() string { return "udp: invalid config" }
-
-func (configError) Is(target error) bool { return target == netdev.ErrConfig }
-
-// configErrorf is an error of Open for a bad Config: "invalid config: " and
-// the text, matching ErrConfig and netdev.ErrConfig, with no "udp: " of its
-// own (Open's prefix says it).
-func configErrorf(format string, a ...any) error {
-	return netdev.ConfigError(ErrConfig, fmt.Errorf("invalid config: "+format, a...))
-}

@@ -111,22 +111,22 @@ func open(cfg Config) (*Device, error) {
 		v    int
 	}{{"SndBuf", cfg.SndBuf}, {"RcvBuf", cfg.RcvBuf}, {"RecvSize", cfg.RecvSize}} {
 		if f.v < 0 {
-			return nil, configErrorf("%s %d bytes: want 0 (the default) or more", f.name, f.v)
+			return nil, netdev.ConfigErrorf(ErrConfig, "%s %d bytes: want 0 (the default) or more", f.name, f.v)
 		}
 	}
 	if cfg.BusyPoll < 0 {
-		return nil, configErrorf("BusyPoll %v: want 0 (Wait sleeps) or more", cfg.BusyPoll)
+		return nil, netdev.ConfigErrorf(ErrConfig, "BusyPoll %v: want 0 (Wait sleeps) or more", cfg.BusyPoll)
 	}
 	if r := cfg.Remote; r.IsValid() && (r.Port() == 0 || r.Addr().Unmap().IsUnspecified()) {
 		// connect(2) takes both, the unspecified address as this host.
-		return nil, configErrorf("Remote %v: want an address and a port to send to", r)
+		return nil, netdev.ConfigErrorf(ErrConfig, "Remote %v: want an address and a port to send to", r)
 	}
 	for _, b := range []struct {
 		name string
 		v    int
 	}{{"SndBuf", cfg.SndBuf}, {"RcvBuf", cfg.RcvBuf}} {
 		if b.v > MaxSockBuf {
-			return nil, configErrorf("%s %d bytes, over %d (MaxSockBuf)", b.name, b.v, MaxSockBuf)
+			return nil, netdev.ConfigErrorf(ErrConfig, "%s %d bytes, over %d (MaxSockBuf)", b.name, b.v, MaxSockBuf)
 		}
 	}
 	d := &Device{
@@ -161,7 +161,7 @@ func open(cfg Config) (*Device, error) {
 		d.dualStack = true
 	}
 	if d.connected && cfg.Local.IsValid() && !la.IsUnspecified() && la.Unmap().Is4() != ra.Unmap().Is4() {
-		return nil, configErrorf("local %v and remote %v are of different families", cfg.Local, cfg.Remote)
+		return nil, netdev.ConfigErrorf(ErrConfig, "local %v and remote %v are of different families", cfg.Local, cfg.Remote)
 	}
 	d.remoteSrc = netip.AddrPortFrom(cfg.Remote.Addr().Unmap().WithZone(""), cfg.Remote.Port())
 	// The largest datagram: by the socket's family, and on a dual-stack
@@ -250,7 +250,7 @@ func (d *Device) setup(cfg Config) error {
 		var sa [mmsg.SockaddrMax]byte
 		n := mmsg.PutSockaddr(sa[:], d.family, cfg.Remote)
 		if n == 0 {
-			return configErrorf("cannot reach %v from an IPv4 socket", cfg.Remote)
+			return netdev.ConfigErrorf(ErrConfig, "cannot reach %v from an IPv4 socket", cfg.Remote)
 		}
 		if err := connectRaw(fd, sa[:n]); err != nil {
 			return fmt.Errorf("connect %v: %w", cfg.Remote, err)
@@ -363,7 +363,7 @@ func (d *Device) initBuffers(cfg Config) error {
 			if d.ownPool {
 				p.Close()
 			}
-			return configErrorf("no size class holds %d bytes of headroom and a %d-byte datagram", d.headroom, cfg.RecvSize)
+			return netdev.ConfigErrorf(ErrConfig, "no size class holds %d bytes of headroom and a %d-byte datagram", d.headroom, cfg.RecvSize)
 		}
 		block = classes[len(classes)-1].Size
 	}
@@ -371,7 +371,7 @@ func (d *Device) initBuffers(cfg Config) error {
 		if d.ownPool {
 			p.Close()
 		}
-		return configErrorf("headroom %d leaves no room in %d-byte buffers", d.headroom, block)
+		return netdev.ConfigErrorf(ErrConfig, "headroom %d leaves no room in %d-byte buffers", d.headroom, block)
 	}
 	recvSize := block - d.headroom
 	if cfg.RecvSize > 0 {
