@@ -23,7 +23,8 @@ type Device interface {
 	// panics: a nil buffer is the caller's bug, not a packet to drop). It
 	// returns ErrQueueFull, ErrTooBig, ErrClosed or the wrapped error of the
 	// doorbell's system call; a failed doorbell drops what was queued,
-	// counted in tx_dropped.
+	// counted in tx_dropped. After Close it frees b, counts it in
+	// tx_dropped_closed and returns ErrClosed.
 	Xmit(b *skb.Buff, more bool) error
 
 	// Flush rings the doorbell now for whatever Xmit queued. It returns the
@@ -44,7 +45,9 @@ type Device interface {
 	// over; a link-layer device hands over frames whose headers it cannot
 	// parse (a capture tool wants them) and counts them, as its driver
 	// documents. It returns ErrClosed after Close, or the wrapped error of the
-	// receive system call.
+	// receive system call. When the device is closed while Poll runs (by h,
+	// or by another goroutine), Poll hands nothing more over and returns
+	// ErrClosed with the count it handed over.
 	Poll(budget int, h Handler) (int, error)
 
 	// Wait blocks until Poll would find a packet or timeout passes; a
@@ -69,7 +72,9 @@ type Device interface {
 	// packets still queued for transmit, frees every buffer it holds and
 	// releases its resources. Safe for concurrent use: called while the
 	// owner is inside Poll or Wait, it wakes the owner, and the buffers are
-	// freed as that call returns. Later calls return ErrClosed.
+	// freed as that call returns. Called while Poll runs, from its handler
+	// or from another goroutine, it does not wait for Poll to return (the
+	// handler may be the caller). Later calls return ErrClosed.
 	Close() error
 }
 

@@ -99,14 +99,16 @@ type Device struct {
 	parsed   header.Frame // the frame being received, parsed in place
 	fullSize int          // buffer size for frames at or above the threshold
 
-	// state counts the owner's calls in progress (in units of 2) and has bit
-	// 0 set once Close began: Close waits for the count to drain before it
-	// releases the socket and the rings. Nested calls (Xmit from Poll's
-	// handler) count twice.
+	// state counts the owner's calls in progress (in units of 2), plus
+	// pollMark while Poll runs, and has bit 0 set once Close began: Close
+	// waits for the count to drain before it releases the socket and the
+	// rings, unless Poll runs, whose return then releases them. Nested
+	// calls (Xmit from Poll's handler) count twice.
 	state    atomic.Int32
 	closeMu  sync.Mutex
 	closed   bool // under closeMu
-	closeErr error
+	down     sync.Once
+	closeErr error // the teardown's, set once under down
 
 	ctr  netdev.Counters
 	ext  extCounters
@@ -534,8 +536,13 @@ func (d *Device) kernelStats() {
 // queued (counted tx_dropped_closed), unmaps the rings, closes the socket and
 // the cache, and closes the pool when the device made it (an error wrapping
 // pool.ErrLeak then means received buffers were not freed). Safe for
-// concurrent use, but not from Poll's handler, which Close would wait for;
-// later calls return an error matching net.ErrClosed.
+// concurrent use; later calls return an error matching net.ErrClosed.
+//
+// Called while Poll runs (from its handler, or from another goroutine) it
+// does not wait: Poll hands nothing more over and returns an error matching
+// net.ErrClosed, the device is torn down as Poll returns (frames still in
+// the ring are discarded with it), and an error of the teardown is then not
+// reported.
 func (d *Device) Close() error {
 	d.closeMu.Lock()
 	defer d.closeMu.Unlock()
@@ -543,36 +550,70 @@ func (d *Device) Close() error {
 		return fmt.Errorf("afpacket: close %s: %w", d.cfg.Ifname, netdev.ErrClosed)
 	}
 	d.closed = true
-	d.state.Or(1)
+	old := d.state.Or(1)
 	// Wake a Wait blocked in ppoll; the counter stays set, so a Wait about
 	// to block returns at once too.
 	one := [8]byte{1}
 	unix.Write(d.efd, one[:])
+	if old >= pollMark {
+		// Poll runs (perhaps this is its handler): it tears down as it
+		// returns.
+		return nil
+	}
 	for spin := 0; d.state.Load() != 1; spin++ {
-		// The owner is inside a call (Poll runs its handler): it returns
-		// soon, and cannot start another.
+		// The owner is inside a call: it returns soon, and cannot start
+		// another.
 		if spin < 100 {
 			runtime.Gosched()
 		} else {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-	d.kernelStats()
-	// The owner is out and stays out: drop what it queued.
-	for i := range d.txn {
-		d.txq[i].Free()
-		d.txq[i] = nil
+	return d.teardown()
+}
+
+// pollMark is what Poll adds to state beside its reference, so that Close
+// called while the handler runs does not wait for Poll to return.
+const pollMark = 1 << 24
+
+// enterPoll and exitPoll are enter and exit for Poll; the exit that leaves
+// a closed device empty tears it down.
+func (d *Device) enterPoll() bool {
+	if d.state.Add(2+pollMark)&1 != 0 {
+		d.exitPoll()
+		return false
 	}
-	d.ctr.TxDrop(netdev.DropClosed, d.txn+d.txPend)
-	d.txn, d.txPend = 0, 0
-	var err error
-	// In the table the device was opened in: the process's, also when
-	// Close is called on a thread with a private one (netdev.RunOnThread).
-	thread.Release(d.fdPrivate, func() { err = d.release() })
-	if err != nil {
-		return fmt.Errorf("afpacket: close %s: %w", d.cfg.Ifname, err)
+	return true
+}
+
+func (d *Device) exitPoll() {
+	if d.state.Add(-(2 + pollMark)) == 1 {
+		d.teardown()
 	}
-	return nil
+}
+
+// teardown releases the device, once, after Close when no call of the
+// owner is in progress; later calls return the first's error.
+func (d *Device) teardown() error {
+	d.down.Do(func() {
+		d.kernelStats()
+		// The owner is out and stays out: drop what it queued.
+		for i := range d.txn {
+			d.txq[i].Free()
+			d.txq[i] = nil
+		}
+		d.ctr.TxDrop(netdev.DropClosed, d.txn+d.txPend)
+		d.txn, d.txPend = 0, 0
+		var err error
+		// In the table the device was opened in: the process's, also
+		// when the last call out is on a thread with a private one
+		// (netdev.RunOnThread).
+		thread.Release(d.fdPrivate, func() { err = d.release() })
+		if err != nil {
+			d.closeErr = fmt.Errorf("afpacket: close %s: %w", d.cfg.Ifname, err)
+		}
+	})
+	return d.closeErr
 }
 
 // release closes the socket and the eventfd, unmaps the rings and closes the

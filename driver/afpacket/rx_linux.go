@@ -45,10 +45,10 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if h == nil {
 		panic("afpacket: Poll with a nil handler")
 	}
-	if !d.enter() {
+	if !d.enterPoll() {
 		return 0, d.errs.pollClosed
 	}
-	defer d.exit()
+	defer d.exitPoll()
 	if d.rx == nil {
 		return 0, nil
 	}
@@ -90,6 +90,11 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 			}
 			d.rxLeft--
 			d.rxOff = off + next
+			if d.state.Load()&1 != 0 {
+				// Closed by the handler, or from another goroutine.
+				budget = n
+				break
+			}
 		}
 		if d.rxLeft == 0 {
 			// Every frame of the block is copied out: hand it back.
@@ -109,6 +114,9 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	}
 	if blocks != 0 {
 		d.ext.blocks.Add(blocks)
+	}
+	if d.state.Load()&1 != 0 {
+		return n, d.errs.pollClosed
 	}
 	if n == 0 {
 		if d.empty++; d.empty%linkPolls == 0 {

@@ -39,13 +39,15 @@ import (
 // netdev.ErrQueueFull when the ring stayed full after the doorbell or the
 // kernel's queue refused frames (with the errno, EAGAIN or ENOBUFS); the
 // errno of a failed doorbell otherwise (frames it did not send are dropped
-// and counted in tx_dropped); net.ErrClosed after Close.
+// and counted in tx_dropped); net.ErrClosed after Close (b freed and
+// counted in tx_dropped_closed).
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	if b == nil {
 		panic("afpacket: Xmit of a nil *skb.Buff")
 	}
 	if !d.enter() {
 		b.Free()
+		d.ctr.TxDrop(netdev.DropClosed, 1)
 		return d.errs.xmitClosed
 	}
 	defer d.exit()

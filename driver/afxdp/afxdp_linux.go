@@ -105,7 +105,8 @@ type Device struct {
 	ctr netdev.Counters
 
 	// state is 1 once closed, plus 2 per method of the owner (or Stats) in
-	// progress: the resources are torn down when it reaches exactly 1.
+	// progress, plus pollMark while Poll runs: the resources are torn down
+	// when it reaches exactly 1.
 	state     atomic.Int32
 	down      sync.Once
 	downDone  chan struct{}
@@ -405,6 +406,26 @@ func (d *Device) exit() {
 
 func (d *Device) closed() bool { return d.state.Load()&1 != 0 }
 
+// pollMark is what Poll adds to state beside its reference, so that Close
+// called from the handler (or while the handler runs) does not wait for
+// Poll to return.
+const pollMark = 1 << 24
+
+// enterPoll and exitPoll are enter and exit for Poll.
+func (d *Device) enterPoll() bool {
+	if d.state.Add(2+pollMark)&1 != 0 {
+		d.exitPoll()
+		return false
+	}
+	return true
+}
+
+func (d *Device) exitPoll() {
+	if d.state.Add(-(2 + pollMark)) == 1 {
+		d.teardown()
+	}
+}
+
 // Ifname returns the interface's name.
 func (d *Device) Ifname() string { return d.ifname }
 
@@ -448,7 +469,7 @@ func (d *Device) Alloc(size int) (*skb.Buff, error) {
 		return nil, skb.ErrTooBig
 	}
 	if !d.enter() {
-		return nil, netdev.ErrClosed
+		return nil, errAllocClosed
 	}
 	defer d.exit()
 	if d.mode.PrivateUMEM {
@@ -492,14 +513,16 @@ func (d *Device) TxAvail() int {
 // It returns ErrShortFrame or netdev.ErrTooBig (b dropped and counted),
 // netdev.ErrQueueFull when the tx ring stayed full after the doorbell, the
 // pool's ErrExhausted (wrapped) when no UMEM frame was free for a copy,
-// netdev.ErrClosed, or the doorbell's error.
+// an error matching netdev.ErrClosed after Close (b freed and counted in
+// tx_dropped_closed), or the doorbell's error.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	if b == nil {
 		panic("afxdp: Xmit of a nil *skb.Buff")
 	}
 	if !d.enter() {
 		b.Free()
-		return netdev.ErrClosed
+		d.ctr.TxDrop(netdev.DropClosed, 1)
+		return errXmitClosed
 	}
 	defer d.exit()
 	n := b.Len()
@@ -572,7 +595,7 @@ func (d *Device) endBatch(more bool, err error) error {
 // netdev.ErrClosed.
 func (d *Device) Flush() error {
 	if !d.enter() {
-		return netdev.ErrClosed
+		return errFlushClosed
 	}
 	defer d.exit()
 	if d.sock.TX.Size() == 0 {
@@ -749,17 +772,19 @@ func (d *Device) refill() {
 // next Poll. Poll then refills the fill ring and frees completed transmit
 // buffers. Descriptors that point outside the frames the driver posted are
 // dropped and counted (rx_dropped_malformed). It never blocks; it returns
-// netdev.ErrClosed after Close, and, every linkPolls Polls that found
+// an error matching netdev.ErrClosed after Close (with the count handed
+// over, when h or another goroutine closed the device: see Close), and,
+// every linkPolls Polls that found
 // nothing, the socket's pending error: ENETDOWN once the interface was
 // removed (a spinning receiver calls no Wait).
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if h == nil {
 		panic("afxdp: Poll with a nil handler")
 	}
-	if !d.enter() {
-		return 0, netdev.ErrClosed
+	if !d.enterPoll() {
+		return 0, errPollClosed
 	}
-	defer d.exit()
+	defer d.exitPoll()
 	d.reap()
 	rx := &d.sock.RX
 	if rx.Size() == 0 || budget <= 0 {
@@ -781,6 +806,13 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 			desc := rx.Descs[rx.Index(k)]
 			if b := d.takeRx(desc.Addr, int(desc.Len)); b != nil && d.deliver(b, h) {
 				got++
+			}
+			if d.closed() {
+				// Closed by the handler, or from another goroutine:
+				// the frames not handed over are dropped, and their
+				// buffers freed at the teardown as Poll returns.
+				d.ctr.RxDrop(netdev.DropClosed, int(n-k-1))
+				return got, errPollClosed
 			}
 		}
 		rx.Consume(c)
@@ -923,7 +955,7 @@ func (d *Device) copyOut(c *pool.Cache, b *skb.Buff) *skb.Buff {
 // fill ring first, so that frames the application freed can be received.
 func (d *Device) Wait(timeout time.Duration) error {
 	if !d.enter() {
-		return netdev.ErrClosed
+		return errWaitClosed
 	}
 	defer d.exit()
 	rx := &d.sock.RX
@@ -983,7 +1015,7 @@ func (d *Device) Wait(timeout time.Duration) error {
 			return nil
 		}
 		if d.closed() {
-			return netdev.ErrClosed
+			return errWaitClosed
 		}
 		if _, ok := left(0); !ok {
 			return d.timedOut()
@@ -1079,8 +1111,13 @@ func (d *Device) xdpStats() (XDPStats, error) {
 // still holds buffers from it. Safe for concurrent use: it wakes a Wait in
 // progress and, when another goroutine is inside a method, the teardown
 // happens as that method returns (Close waits up to a second for it). Later
-// calls return netdev.ErrClosed. Close must not be called from a Poll
-// handler.
+// calls return netdev.ErrClosed.
+//
+// Called while Poll runs (from its handler, or from another goroutine) it
+// does not wait: Poll hands nothing more over, counts the frames it had
+// taken from the rx ring and not handed over in rx_dropped_closed, and
+// returns ErrClosed with its count; the teardown happens as it returns, and
+// an error of the teardown (a pool.ErrLeak) is then not reported.
 func (d *Device) Close() error {
 	// Hold a reference while waking, so that the teardown (and the close of
 	// the eventfd) cannot happen before the wakeup is written.
@@ -1089,7 +1126,7 @@ func (d *Device) Close() error {
 		old := d.state.Load()
 		if old&1 != 0 {
 			d.exit()
-			return netdev.ErrClosed
+			return errCloseAgain
 		}
 		if d.state.CompareAndSwap(old, old|1) {
 			break
@@ -1099,7 +1136,11 @@ func (d *Device) Close() error {
 		one := [8]byte{1}
 		unix.Write(d.wakeFD, one[:])
 	}
+	polling := d.state.Load() >= pollMark
 	d.exit()
+	if polling {
+		return nil
+	}
 	select {
 	case <-d.downDone:
 	case <-time.After(time.Second):

@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/skbdev/skb/netdev"
 )
@@ -17,4 +18,15 @@ var (
 	// ErrShortFrame is returned by Xmit for a frame shorter than an Ethernet
 	// header (14 bytes): the packet was dropped (tx_dropped_malformed).
 	ErrShortFrame = errors.New("afxdp: frame shorter than an Ethernet header")
+)
+
+// The errors of a closed device, made once so that returning one allocates
+// nothing; each matches netdev.ErrClosed.
+var (
+	errAllocClosed = fmt.Errorf("afxdp: alloc: %w", netdev.ErrClosed)
+	errXmitClosed  = fmt.Errorf("afxdp: xmit: %w", netdev.ErrClosed)
+	errFlushClosed = fmt.Errorf("afxdp: flush: %w", netdev.ErrClosed)
+	errPollClosed  = fmt.Errorf("afxdp: poll: %w", netdev.ErrClosed)
+	errWaitClosed  = fmt.Errorf("afxdp: wait: %w", netdev.ErrClosed)
+	errCloseAgain  = fmt.Errorf("afxdp: close: %w", netdev.ErrClosed)
 )

@@ -334,8 +334,13 @@ func TestCloseDuringPoll(t *testing.T) {
 			}
 		})
 		_, err2 := b.Poll(64, func(x *skb.Buff) { x.Free() })
-		if err == nil && !errors.Is(err2, netdev.ErrClosed) {
+		switch {
+		case !errors.Is(err, netdev.ErrClosed):
+			err = fmt.Errorf("Poll closed while its handler ran returned %v; want ErrClosed", err)
+		case !errors.Is(err2, netdev.ErrClosed):
 			err = fmt.Errorf("Poll after Close returned %v", err2)
+		default:
+			err = nil
 		}
 		polled <- err
 	}()
@@ -372,8 +377,8 @@ func TestCloseInHandler(t *testing.T) {
 			t.Errorf("Close in the handler: %v", err)
 		}
 	})
-	if n != 1 || calls != 1 || err != nil {
-		t.Errorf("Poll closed by its handler returned %d, %v after %d calls; want 1, nil, 1", n, err, calls)
+	if n != 1 || calls != 1 || !errors.Is(err, netdev.ErrClosed) {
+		t.Errorf("Poll closed by its handler returned %d, %v after %d calls; want 1, ErrClosed, 1", n, err, calls)
 	}
 	if st := b.Stats(); st.RxDropped[netdev.DropClosed] != 9 {
 		t.Errorf("rx_dropped_closed %d; want the 9 packets never handed over", st.RxDropped[netdev.DropClosed])

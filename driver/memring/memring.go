@@ -390,7 +390,8 @@ func spin(dur time.Duration) {
 // buffer reposted, so that the ring never runs dry. The reposted slots are
 // published once per call. h owns each buffer it is given; it may call Xmit
 // on either device, and Close, but not Poll; once the device is closed Poll
-// hands nothing more over. Budget 0 or less hands nothing over. Poll
+// hands nothing more over, and returns an error wrapping netdev.ErrClosed
+// with the count it handed over. Budget 0 or less hands nothing over. Poll
 // returns an error wrapping netdev.ErrClosed after Close, and allocates
 // nothing on the Go heap.
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
@@ -436,6 +437,9 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		h(out)
 	}
 	r.publish()
+	if d.state.Load()&1 != 0 {
+		return n, errPollClosed // closed by h, or by another goroutine
+	}
 	return n, nil
 }
 

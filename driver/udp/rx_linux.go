@@ -141,6 +141,10 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		}
 		if r.next < r.n {
 			done += d.deliver(budget-done, h)
+			if d.closing() {
+				// Closed by the handler, or from another goroutine.
+				return done, errPollClosed
+			}
 			if r.next >= r.n && r.drained {
 				// Another call would find the queue empty.
 				break
@@ -464,7 +468,7 @@ func (d *Device) deliverTrain(i, n, budget int, h netdev.Handler) int {
 	b := r.bufs[i]
 	seg := r.seg
 	done := 0
-	for r.off < n && done < budget {
+	for r.off < n && done < budget && !d.closing() {
 		l := min(seg, n-r.off)
 		var c *skb.Buff
 		if l < d.copybreak {

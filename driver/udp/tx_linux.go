@@ -187,7 +187,8 @@ func (e opError) Unwrap() error { return e.err }
 // MaxDatagram6 (counted in tx_dropped_too_big), one wrapping
 // errors.ErrUnsupported for a GSO super-packet of another type than
 // skb.GSOUDPL4 (tx_dropped_error, each of its segments),
-// ErrNoDestination, ErrClosed, or the doorbell's error
+// ErrNoDestination, ErrClosed (after Close: b freed and counted in
+// tx_dropped_closed), or the doorbell's error
 // (prefixed "udp: sendmmsg: ", the errno kept): the datagrams it could not
 // send were dropped and counted in tx_dropped_<reason>. An error rings the
 // doorbell for what was queued before it. It allocates nothing, except for
@@ -198,6 +199,7 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	}
 	if !d.enter() {
 		b.Free()
+		d.ctr.TxDrop(netdev.DropClosed, 1)
 		return errXmitClosed
 	}
 	defer d.exit() // also when a caller's misuse panics below
@@ -222,6 +224,7 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 	}
 	if !d.enter() {
 		b.Free()
+		d.ctr.TxDrop(netdev.DropClosed, 1)
 		return errXmitClosed
 	}
 	defer d.exit()
@@ -276,6 +279,7 @@ func (d *Device) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more 
 	}
 	if !d.enter() {
 		b.Free()
+		d.ctr.TxDrop(netdev.DropClosed, 1)
 		return errXmitClosed
 	}
 	defer d.exit()

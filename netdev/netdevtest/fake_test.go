@@ -88,6 +88,7 @@ func (f *fake) Xmit(b *skb.Buff, more bool) error {
 	defer f.mu.Unlock()
 	if f.closed {
 		b.Free()
+		f.ctr.TxDrop(netdev.DropClosed, 1)
 		return errFakeClosed
 	}
 	if b.Len() > f.maxLen {
@@ -185,10 +186,12 @@ func (f *fake) Poll(budget int, h netdev.Handler) (int, error) {
 		panic("fake: Poll with a nil handler")
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.closed {
+		f.mu.Unlock()
 		return 0, errFakeClosed
 	}
+	// The handler runs without f.mu, as it may Xmit or Close.
+	f.mu.Unlock()
 	l := f.in
 	l.mu.Lock()
 	k := min(max(budget, 0), len(l.q))
@@ -198,7 +201,18 @@ func (f *fake) Poll(budget int, h netdev.Handler) (int, error) {
 	f.batch = append(f.batch[:0], l.q[:k]...)
 	l.q = l.q[:copy(l.q, l.q[k:])]
 	l.mu.Unlock()
-	for _, b := range f.batch {
+	for i, b := range f.batch {
+		f.mu.Lock()
+		closed := f.closed
+		f.mu.Unlock()
+		if closed {
+			for _, b := range f.batch[i:] {
+				b.Free()
+			}
+			f.ctr.RxDrop(netdev.DropClosed, len(f.batch)-i)
+			clear(f.batch)
+			return i, errFakeClosed
+		}
 		n := b.Len()
 		if n < f.thr {
 			if c, err := b.CopyExpand(f.cache, f.hr, 0); err == nil {

@@ -54,9 +54,13 @@ import (
 //     when none does (the fastest of five Waits of 2 ms within 3 ms of it,
 //     not rounded up to the kernel's tick), and one matching net.ErrClosed
 //     when another goroutine closes the device.
-//   - closed: after Close every method (Xmit, which still frees the packet,
-//     Flush, Poll, Wait, a second Close) returns an error matching
-//     net.ErrClosed.
+//   - closed: after Close every method (Xmit, which still frees the packet
+//     and counts it in tx_dropped_closed, Flush, Poll, Wait, a second Close)
+//     returns an error matching net.ErrClosed.
+//   - close in poll: Close called from a Poll handler returns within
+//     closeWait (it does not wait for the Poll it is called from), and that
+//     Poll hands nothing more over and returns an error matching
+//     net.ErrClosed with the count it handed over; every buffer comes back.
 //   - allocs: a steady-state cycle (allocate, fill and Xmit 64 packets,
 //     Flush, Poll them back, free them) allocates nothing
 //     (testing.AllocsPerRun), on a pool without debug mode.
@@ -85,6 +89,7 @@ func RunPool(t *testing.T, pc pool.Config, f Factory) {
 	t.Run("stats", func(t *testing.T) { testStats(t, s) })
 	t.Run("poll", func(t *testing.T) { testPoll(t, s) })
 	t.Run("closed", func(t *testing.T) { testClosed(t, s) })
+	t.Run("close in poll", func(t *testing.T) { testCloseInPoll(t, s) })
 	t.Run("allocs", func(t *testing.T) { testAllocs(t, s) })
 }
 
@@ -732,6 +737,7 @@ func testClosed(t *testing.T, s *suite) {
 				t.Errorf("closed: %s.%s after Close returned %v; want an error matching net.ErrClosed", d.name, op, err)
 			}
 		}
+		before := d.dev.Stats()
 		for _, more := range []bool{false, true} {
 			b, err := e.p.Alloc(64)
 			if err != nil {
@@ -742,6 +748,9 @@ func testClosed(t *testing.T, s *suite) {
 			if b.IsLive() {
 				t.Errorf("closed: %s.Xmit after Close did not free the packet", d.name)
 			}
+		}
+		if n := statsDelta(d.dev, before).TxDropped[netdev.DropClosed]; n != 2 {
+			t.Errorf("closed: two Xmits after Close added %d to %s's tx_dropped_closed; want 2", n, d.name)
 		}
 		closed("Flush", d.dev.Flush())
 		calls := 0
@@ -761,6 +770,45 @@ func testClosed(t *testing.T, s *suite) {
 		}
 		closed("Close", d.dev.Close())
 		d.dev.Stats()
+	}
+}
+
+// closeWait bounds how long Close called from a Poll handler may take.
+const closeWait = 250 * time.Millisecond
+
+func testCloseInPoll(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
+	const count = 8
+	e.sendBurst(0, count, e.small, true)
+	if err := e.rx.Wait(deliverWait); err != nil {
+		t.Fatalf("close in poll: RX.Wait(%v) with %d packets sent: %v", deliverWait, count, err)
+	}
+	calls := 0
+	var cerr error
+	var took time.Duration
+	n, err := e.rx.Poll(count, func(b *skb.Buff) {
+		calls++
+		b.Free()
+		if calls == 1 {
+			t0 := time.Now()
+			cerr = e.rx.Close()
+			took = time.Since(t0)
+		}
+	})
+	if calls != 1 || n != 1 {
+		t.Errorf("close in poll: the handler closed RX at its first packet; Poll returned %d and called it %d times, want 1 and 1", n, calls)
+	}
+	if !errors.Is(err, net.ErrClosed) {
+		t.Errorf("close in poll: Poll, closed by its handler, returned %v; want an error matching net.ErrClosed", err)
+	}
+	if cerr != nil {
+		t.Errorf("close in poll: RX.Close from the handler returned %v; want nil", cerr)
+	}
+	if took > closeWait {
+		t.Errorf("close in poll: RX.Close from the handler took %v; want at most %v (it must not wait for the Poll it is called from)", took, closeWait)
+	}
+	if err := e.rx.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("close in poll: a second RX.Close returned %v; want an error matching net.ErrClosed", err)
 	}
 }
 
