@@ -111,6 +111,7 @@ var (
 	errXmitTooBig6  = fmt.Errorf("udp: xmit: datagram longer than %d bytes, the most IPv6 carries: %w", MaxDatagram6, netdev.ErrTooBig)
 	errXmitNoDst    = opError{"xmit", ErrNoDestination}
 	errXmitFamily   = opError{"xmit", errDstFamily}
+	errXmitV6Only   = opError{"xmit", errDstV6Only}
 	errXmitPort0    = opError{"xmit", errDstPort0}
 	errXmitUnspec   = opError{"xmit", errDstUnspec}
 	errXmitSrc      = opError{"xmit", ErrSource}
@@ -127,6 +128,7 @@ var (
 // Why an address is no destination (badDst).
 var (
 	errDstFamily = fmt.Errorf("%w: an IPv6 address on an IPv4 socket", ErrNoDestination)
+	errDstV6Only = fmt.Errorf("%w: an IPv4 address on an IPv6-only socket (bound to an IPv6 address)", ErrNoDestination)
 	errDstPort0  = fmt.Errorf("%w: port 0", ErrNoDestination)
 	errDstUnspec = fmt.Errorf("%w: the unspecified address", ErrNoDestination)
 )
@@ -141,6 +143,9 @@ func (d *Device) badDst(dst netip.AddrPort) (why, xmit error) {
 		return ErrNoDestination, errXmitNoDst
 	case d.family == unix.AF_INET && !a.Unmap().Is4():
 		return errDstFamily, errXmitFamily
+	case d.family == unix.AF_INET6 && !d.dualStack && a.Unmap().Is4():
+		// The kernel would refuse it at the doorbell (ENETUNREACH).
+		return errDstV6Only, errXmitV6Only
 	case dst.Port() == 0:
 		return errDstPort0, errXmitPort0
 	case a.Unmap().IsUnspecified():
@@ -193,6 +198,13 @@ func (e opError) Unwrap() error { return e.err }
 // send were dropped and counted in tx_dropped_<reason>. An error rings the
 // doorbell for what was queued before it. It allocates nothing, except for
 // an error other than these.
+//
+// On a connected device an ICMP error for an earlier datagram (a port
+// unreachable: nobody listens at Remote) is the socket's pending error,
+// which the kernel reports on the next send (ECONNREFUSED, "udp: sendmmsg:
+// connection refused") instead of sending that call's first datagram: it
+// is dropped and counted in tx_dropped_error, and the next doorbell sends
+// again.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	if b == nil {
 		panic(errNilBuff)
@@ -216,8 +228,10 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // to many peers or ports (the flows of a packet generator): dst applies to b
 // alone. It returns ErrNoDestination, dropping b, for the zero AddrPort,
 // port 0, the unspecified address (which the kernel takes as this host) or
-// an IPv6 address on an IPv4 socket. XmitTo takes ownership of b, also when
-// it returns an error. It allocates nothing.
+// an address of the other family than a socket that is not dual-stack
+// sends to (an IPv6 address on an IPv4 socket, an IPv4 one on a socket
+// bound to an IPv6 address). XmitTo takes ownership of b, also when it
+// returns an error. It allocates nothing.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 	if b == nil {
 		panic(errNilBuff)
