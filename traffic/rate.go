@@ -59,7 +59,13 @@ func (p *pacer) wait(c *clock, now time.Duration, n int, wake time.Duration) (ti
 		sleep(d)
 		now = c.now()
 	}
-	p.tat += time.Duration(float64(n) * p.perPacket)
+	// A rate so low that the cost passes the largest Duration (292 years)
+	// saturates, rather than wrap round to a time long past.
+	if cost := float64(n) * p.perPacket; cost < float64(math.MaxInt64-p.tat) {
+		p.tat += time.Duration(cost)
+	} else {
+		p.tat = math.MaxInt64
+	}
 	return now, true
 }
 

@@ -402,6 +402,18 @@ func TestPacer(t *testing.T) {
 	if d := c.now() - t0; d > 500*time.Millisecond {
 		t.Errorf("wait ran %v past a 20ms wake-up", d)
 	}
+	// A rate whose interval passes the largest Duration lets one packet
+	// go, then none.
+	for _, rate := range []float64{1e-10, 1e-300} {
+		p = newPacer(rate)
+		now = c.now()
+		if _, ok := p.wait(&c, now, 1, now); !ok {
+			t.Errorf("rate %g: the first packet waited", rate)
+		}
+		if _, ok := p.wait(&c, now, 64, now+time.Millisecond); ok {
+			t.Errorf("rate %g: a second packet went at once", rate)
+		}
+	}
 }
 
 // TestCounterRuns checks how a flow counts packets of several runs: two

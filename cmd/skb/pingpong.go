@@ -143,6 +143,7 @@ type pingpongResultJSON struct {
 	Connect     string  `json:"connect"`
 	CPUUser     float64 `json:"cpu_user"`
 	CPUSys      float64 `json:"cpu_sys"`
+	stopInfo
 }
 
 type echoIntervalJSON struct {
@@ -161,6 +162,7 @@ type echoResultJSON struct {
 	Other   uint64  `json:"other"`
 	Dev     string  `json:"dev"`
 	Listen  string  `json:"listen"`
+	stopInfo
 }
 
 // The flags only one side of pingpong takes, besides --connect and
@@ -292,7 +294,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	}
 	p.line(txt,
 		echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
-			Dev: spec.String(), Listen: listen.String()})
+			Dev: spec.String(), Listen: listen.String(), stopInfo: sc.stopped()})
 	if runErr != nil {
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
@@ -406,7 +408,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	onThread(func() { r, runErr = traffic.PingPong(sc, dev, cfg) })
 	if p.enc != nil && r.Iters == 0 {
 		// A failed run still ends its NDJSON with a result object.
-		printPingResult(p, r, o, spec, dst)
+		printPingResult(p, r, o, spec, dst, sc.stopped())
 	}
 	if runErr != nil && r.Iters == 0 {
 		switch {
@@ -445,7 +447,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			fmt.Fprintf(w, "%d %s lost (no reply within %v)\n", r.Lost, plural(r.Lost, "request", "requests"), o.timeout)
 		}
 	} else if r.Iters > 0 {
-		printPingResult(p, r, o, spec, dst)
+		printPingResult(p, r, o, spec, dst, sc.stopped())
 	}
 	switch {
 	case refused:
@@ -468,12 +470,12 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 }
 
 // printPingResult prints the client's NDJSON result object.
-func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec devSpec, dst netip.AddrPort) {
+func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec devSpec, dst netip.AddrPort, si stopInfo) {
 	cu, cs := cpuTimes()
 	p.line("", pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
 		UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
 		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Size: r.Size, BusyPoll: o.busy,
-		Dev: spec.String(), Connect: dst.String()})
+		Dev: spec.String(), Connect: dst.String(), stopInfo: si})
 }
 
 // noIters is the error of a client run that --duration ended before it

@@ -198,6 +198,7 @@ type pktgenResultJSON struct {
 	FirstError      string  `json:"first_error,omitempty"`
 	CPUUser         float64 `json:"cpu_user"`
 	CPUSys          float64 `json:"cpu_sys"`
+	stopInfo
 }
 
 func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
@@ -364,7 +365,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	j := pktgenResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
 		Errors: r.Errors, Doorbells: r.Doorbells, Queued: r.Queued, Flows: r.Flows, Dev: spec.String(), Dst: dst.String(),
 		IMIX: o.imix, Burst: o.burst, Clone: o.clone, GSO: o.gso, NoUDPCsum: o.noCsum, NoTimestamp: o.noTstamp, Rate: o.rate, ICMPUnreachable: icmp,
-		FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps}
+		FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps, stopInfo: sc.stopped()}
 	if o.imix == "" {
 		j.Size = o.size
 	}

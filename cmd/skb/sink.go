@@ -179,6 +179,7 @@ type sinkResultJSON struct {
 	// Whole frames, on link-layer devices only.
 	FrameBytes uint64  `json:"frame_bytes,omitempty"`
 	FrameMbps  float64 `json:"frame_mbps,omitempty"`
+	stopInfo
 }
 
 func (o *sinkOpts) check(cmd *cobra.Command) error {
@@ -513,7 +514,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			Lost: r.Lost, Reordered: r.Reordered, Duplicates: r.Duplicates, Unstamped: r.Unstamped, Flows: r.Flows,
 			KernelDrops: r.KernelDrops, Dropped: r.Dropped, Copybreak: r.Copybreak, Other: r.Other,
 			LatencyCount: l.Count, LatencyP50: us(l.P50), LatencyP99: us(l.P99), LatencyP999: us(l.P999), LatencyMax: us(l.Max),
-			Truncated: trunc, Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs, FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps})
+			Truncated: trunc, Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs, FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps, stopInfo: sc.stopped()})
 	if !f.asJSON && l.Count > 0 {
 		fmt.Fprintf(p.w, "one-way latency: p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec, max = %.2f usec\n",
 			us(l.P50), us(l.P99), us(l.P999), us(l.Max))

@@ -65,7 +65,7 @@ type devFlags struct {
 func addDevFlags(cmd *cobra.Command, f *devFlags, devExtra string) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.dev, "dev", devUDP, devHelp+devExtra)
-	fs.BoolVar(&f.asJSON, "json", false, "print NDJSON: an object per interval, then one with \"type\":\"result\"")
+	fs.BoolVar(&f.asJSON, "json", false, "print NDJSON: an object per interval, then one with \"type\":\"result\" (\"stopped\" true and \"signal\" when a signal ended the run)")
 	fs.StringVar(&f.profile, "cpuprofile", "", "write a CPU profile of the run to FILE (for go tool pprof)")
 }
 
@@ -378,8 +378,9 @@ func unicast(a netip.Addr) bool {
 
 // signalHelp is what the help of every measuring command says of signals.
 const signalHelp = `SIGINT (Ctrl-C) or SIGTERM ends a run early: the command prints what it
-measured, then exits with status 130 or 143 (128 + the signal, as a shell
-reports a command a signal ended).`
+measured (with --json, a result object with "stopped": true and the signal),
+then exits with status 130 or 143 (128 + the signal, as a shell reports a
+command a signal ended).`
 
 // runSignals is the context of a run that SIGINT or SIGTERM stops: the
 // engines then stop, the command prints what they did, and interrupted
@@ -448,6 +449,23 @@ func (r *runSignals) interrupted(cmd string) error {
 	}
 	return &exitError{code: 128 + int(n),
 		err: fmt.Errorf("%s: stopped by %s; the result above is what was measured", cmd, signalName(syscall.Signal(n)))}
+}
+
+// stopInfo is what a result object says of a signal that ended the run
+// early: "stopped" (false for a run that ended by its bounds or its
+// idleness) and, when stopped, "signal" ("SIGINT" or "SIGTERM").
+type stopInfo struct {
+	Stopped bool   `json:"stopped"`
+	Signal  string `json:"signal,omitempty"`
+}
+
+// stopped returns the stopInfo of the run so far.
+func (r *runSignals) stopped() stopInfo {
+	n := r.sig.Load()
+	if n == 0 {
+		return stopInfo{}
+	}
+	return stopInfo{Stopped: true, Signal: signalName(syscall.Signal(n))}
 }
 
 // printer writes the lines of a traffic command: text, or NDJSON objects.

@@ -1128,7 +1128,10 @@ func TestInterrupt(t *testing.T) {
 		result string // in stdout
 	}{
 		{syscall.SIGINT, false, []string{"pktgen", "--dst", addr, "-r", "1000", "-t", "30s"}, "\nsent "},
-		{syscall.SIGTERM, false, []string{"pktgen", "--json", "--dev", "memring", "-r", "1000", "-t", "30s"}, `"type":"result"`},
+		{syscall.SIGTERM, false, []string{"pktgen", "--json", "--dev", "memring", "-r", "1000", "-t", "30s"}, `"stopped":true,"signal":"SIGTERM"}` + "\n"},
+		{syscall.SIGINT, false, []string{"sink", "--json", "--listen", addr, "-t", "30s"}, `"stopped":true,"signal":"SIGINT"}` + "\n"},
+		{syscall.SIGTERM, false, []string{"pingpong", "--json", "--server", "--listen", addr, "-t", "30s"}, `"stopped":true,"signal":"SIGTERM"}` + "\n"},
+		{syscall.SIGINT, false, []string{"pingpong", "--json", "--dev", "memring", "-n", "10000000", "-t", "30s"}, `"stopped":true,"signal":"SIGINT"}` + "\n"},
 		{syscall.SIGINT, false, []string{"sink", "--listen", addr, "-t", "30s"}, "received 0 packets"},
 		{syscall.SIGINT, false, []string{"pingpong", "--server", "--listen", addr, "-t", "30s"}, "echoed 0 packets"},
 		{syscall.SIGINT, false, []string{"pingpong", "--dev", "memring", "-n", "10000000", "-t", "30s"}, " iters in "},
@@ -1159,7 +1162,7 @@ func TestHelpDocuments(t *testing.T) {
 		cmd  string
 		want []string
 	}{
-		{"pktgen", []string{"1 to 65535 (a sink listens on at most 1024)", "counts loss only on the ports it listens on", "icmp_unreachable", "exits with status 130 or 143", "--allow-any-dst"}},
+		{"pktgen", []string{"1 to 65535 (a sink listens on at most 1024)", "counts loss only on the ports it listens on", "icmp_unreachable", "exits with status 130 or 143", "--allow-any-dst", `"stopped": true and the signal`}},
 		{"sink", []string{"1 to 1024", "packets to other ports are never seen", "exits with status 130 or 143", "longer --idle"}},
 		{"pingpong", []string{"exits with status 130 or 143", "--allow-any-dst", "over --dev afxdp in poll(2)",
 			"AF_PACKET's ring adds up to a millisecond per receive", "Use udp or afxdp to measure latency",
