@@ -98,8 +98,9 @@ const MaxSeqJump = 1 << 32
 // before it once that one has been quiet for 65536 packets (of any flow;
 // the old run's figures stay in the totals), and runs sending at the same
 // time (two generators to one port) are counted apart, up to 64 beside
-// the flow table's; past that, a new run replaces the old one whatever
-// its pace. Add
+// the flow table's (a run beside it that has been quiet for 65536 packets
+// makes room); past that, the packets of a further run count as untracked
+// (in Packets only) until there is room. Add
 // allocates only when a flow number above all seen so far arrives (the
 // table grows, up to MaxFlows entries) and for each run counted beside
 // another. A Counter is not safe for concurrent use.
@@ -138,7 +139,10 @@ func (c *Counter) Add(s Stamp) {
 	}
 	f := &c.flows[s.Flow]
 	if f.active && f.run != s.Run {
-		f = c.otherRun(f, s)
+		if f = c.otherRun(f, s); f == nil {
+			c.untracked++
+			return
+		}
 	}
 	f.last = c.packets
 	if f.active && (s.Seq >= f.next && s.Seq-f.next >= MaxSeqJump || s.Seq < f.next && f.next-s.Seq >= MaxSeqJump) {
@@ -171,28 +175,49 @@ func (c *Counter) Add(s Stamp) {
 }
 
 // otherRun returns the flow state for s, whose run is not the one in its
-// flow's table entry f: the run's state beside f, a new one beside f while
-// f's run is still sending and there is room, or f itself, its run folded
-// into the totals, for the next run of a generator.
+// flow's table entry f: the run's state beside f; f itself, its run folded
+// into the totals, when f's run has been quiet for runQuiet packets (the
+// next run of a generator); or a new one beside f while f's run is still
+// sending, when there is room, or room made by folding a side run as
+// quiet. It returns nil when there is none: the packet is untracked.
 func (c *Counter) otherRun(f *flowState, s Stamp) *flowState {
 	k := runFlow{s.Flow, s.Run}
 	if o := c.side[k]; o != nil {
 		return o
 	}
-	if c.packets-f.last <= runQuiet && len(c.side) < maxSideRuns {
-		if c.side == nil {
-			c.side = make(map[runFlow]*flowState)
-		}
-		o := new(flowState)
-		c.side[k] = o
-		return o
+	if c.packets-f.last > runQuiet {
+		c.fold(f)
+		return f
 	}
+	if len(c.side) >= maxSideRuns {
+		// A rare scan (a new run while 64 are counted beside): a run
+		// that stopped makes room.
+		for k, o := range c.side {
+			if c.packets-o.last > runQuiet {
+				c.fold(o)
+				delete(c.side, k)
+				break
+			}
+		}
+		if len(c.side) >= maxSideRuns {
+			return nil
+		}
+	}
+	if c.side == nil {
+		c.side = make(map[runFlow]*flowState)
+	}
+	o := new(flowState)
+	c.side[k] = o
+	return o
+}
+
+// fold adds the figures of f's run to the totals and makes f free.
+func (c *Counter) fold(f *flowState) {
 	c.folded.Lost += f.lost()
 	c.folded.Reordered += f.reord
 	c.folded.Duplicates += f.dup
 	c.folded.Flows++
 	f.active = false
-	return f
 }
 
 func (c *Counter) grow(n int) {

@@ -419,8 +419,8 @@ func TestPacer(t *testing.T) {
 // TestCounterRuns checks how a flow counts packets of several runs: two
 // runs sending on it at once each count on their own, with their losses;
 // a run that follows a quiet one replaces it, its figures kept in the
-// totals; and past maxSideRuns runs at once a new run replaces the flow's
-// run rather than taking more memory.
+// totals; and past maxSideRuns runs at once the packets of a further run
+// count as untracked, the flows counted right, until a run beside stops.
 func TestCounterRuns(t *testing.T) {
 	var c Counter
 	// Runs 1 and 2 interleaved on flow 0, each losing every tenth packet.
@@ -456,6 +456,31 @@ func TestCounterRuns(t *testing.T) {
 	}
 	if len(c.side) > maxSideRuns {
 		t.Fatalf("%d runs beside the flow table, more than %d", len(c.side), maxSideRuns)
+	}
+
+	// 70 runs on one flow at once, 20 packets each, interleaved: 65 are
+	// counted (the table's and 64 beside), with no loss; the packets of
+	// the other 5 are untracked, and no run counts twice.
+	c.Reset()
+	clear(c.side)
+	c.side = nil
+	for i := range uint64(20) {
+		for run := range uint32(70) {
+			c.Add(Stamp{Run: 100 + run, Flow: 3, Seq: i})
+		}
+	}
+	if got, want := c.Totals(), (FlowTotals{Packets: 70 * 20, Flows: 65, Untracked: 5 * 20}); got != want {
+		t.Fatalf("70 runs at once: %+v, want %+v", got, want)
+	}
+	// Once the runs beside have been quiet, a new run is counted.
+	for i := range uint64(runQuiet + 1) {
+		c.Add(Stamp{Run: 100, Flow: 3, Seq: 20 + i})
+	}
+	for i := range uint64(10) {
+		c.Add(Stamp{Run: 999, Flow: 3, Seq: i})
+	}
+	if got := c.Totals(); got.Flows != 66 || got.Untracked != 5*20 || got.Lost != 0 {
+		t.Fatalf("a new run after the runs beside stopped: %+v, want 66 flows, %d untracked, no loss", got, 5*20)
 	}
 	c.Reset()
 	if got := c.Totals(); got != (FlowTotals{}) {

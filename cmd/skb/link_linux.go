@@ -44,6 +44,9 @@ func lookupLink(name string) (*linkInfo, error) {
 	return li, nil
 }
 
+// isVeth reports whether the interface is a veth.
+func (l *linkInfo) isVeth() bool { return l.link.Type() == "veth" }
+
 // queueCounts returns the receive and transmit queues the interface has
 // in use: the kernel's real_num_rx_queues and real_num_tx_queues, which
 // ethtool -L changes and an AF_XDP bind checks, counted as the rx-N and

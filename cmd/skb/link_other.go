@@ -20,6 +20,8 @@ func lookupLink(name string) (*linkInfo, error) {
 	return nil, fmt.Errorf("interface %q: link-layer devices need Linux", name)
 }
 
+func (l *linkInfo) isVeth() bool { return false }
+
 func (l *linkInfo) source(dst netip.Addr) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("link-layer devices need Linux")
 }

@@ -70,7 +70,9 @@ func sinkCmd() *cobra.Command {
 		Long: `sink receives UDP datagrams (or, on a link-layer device, UDP frames to its --listen
 address and port; 0.0.0.0 or :: for any address, port 0 for any port)
 and counts them, with loss, reordering and duplicates per flow from the stamps
-skb pktgen writes, the kernel's drops, copybreak copies and one-way latency.
+skb pktgen writes, the kernel's drops, copybreak copies (the device's count:
+on a link-layer device it copies the other frames too, so it may pass the
+packets counted) and one-way latency.
 It prints one line per second and a result line; pps and Mbit/s are over the
 time from the first packet to the last. Bytes and Mbit/s count UDP payload on
 every device; a link-layer device also reports the whole frames ("Mbit/sec of
@@ -107,7 +109,8 @@ so it also counts what the sender stamped but could not send (pktgen's
 errors, such as a full transmit ring): lost less pktgen's errors is what the
 path lost. Each pktgen run counts as flows of its own (runs
 one after the other too): two pktgens sending to one port at once are
-counted apart (up to 64 such runs at a time).
+counted apart, up to 65 such runs on a port at a time; the packets of more
+count as unstamped until one of them stops.
 
 ` + signalHelp,
 		Args: cobra.NoArgs,

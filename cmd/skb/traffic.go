@@ -647,7 +647,7 @@ func maxFrame(dev netdev.Device) (int, bool) {
 // linkWarning's and rxFrameWarning's, those that apply.
 func rxWarnings(cmd string, spec devSpec, dev netdev.Device) []string {
 	var w []string
-	for _, s := range []string{linkWarning(cmd, spec, "arrives"), rxFrameWarning(cmd, spec, dev)} {
+	for _, s := range []string{linkWarning(cmd, spec, "arrives"), rxFrameWarning(cmd, spec, dev), xdpQueueWarning(cmd, spec, dev)} {
 		if s != "" {
 			w = append(w, s)
 		}
@@ -686,6 +686,28 @@ func rxFrameWarning(cmd string, spec devSpec, dev netdev.Device) string {
 	}
 	return fmt.Sprintf("skb: %s: warning: %s's MTU of %d bytes lets in frames of up to %d bytes, but --dev %v receives frames of up to %d: the kernel drops longer ones (kernel drops)",
 		cmd, spec.ifname, d.MTU(), d.MTU()+header.EthernetHeaderLen, spec, room)
+}
+
+// xdpQueueWarning returns the stderr line of an afxdp receiver on a queue
+// other than 0 of a veth whose XDP program runs in generic mode (native
+// attach refused, as for an MTU above what a veth's native XDP takes):
+// generic XDP on a veth sees every frame on queue 0, so that queue sees
+// nothing. It returns "" otherwise.
+func xdpQueueWarning(cmd string, spec devSpec, dev netdev.Device) string {
+	d, ok := dev.(*afxdp.Device)
+	if !ok || spec.queue == 0 || d.Mode().Attach != afxdp.AttachGeneric {
+		return ""
+	}
+	l, err := lookupLink(spec.ifname)
+	if err != nil || !l.isVeth() {
+		return ""
+	}
+	why := ""
+	if e := d.Mode().NativeErr; e != nil {
+		why = fmt.Sprintf(" (native attach refused: %v)", e)
+	}
+	return fmt.Sprintf("skb: %s: warning: the XDP program on %s runs in generic mode%s, where a veth hands every frame to queue 0: queue %d receives nothing (use queue 0)",
+		cmd, spec.ifname, why, spec.queue)
 }
 
 // frameRoom returns the longest frame an afxdp device's buffers hold: a

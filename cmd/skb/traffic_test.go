@@ -1432,6 +1432,26 @@ func TestLinkSinkEveryPort(t *testing.T) {
 	}
 }
 
+// TestXDPQueueWarning checks the afxdp sink's warning on a veth whose MTU
+// keeps the XDP program in generic mode: queue 1 then receives nothing,
+// and the sink says so; queue 0, which receives, gets no warning.
+func TestXDPQueueWarning(t *testing.T) {
+	bin := buildSkb(t)
+	l := labtest.New(t, lab.Options{MTU: 9000, Queues: 2})
+	for _, q := range []int{0, 1} {
+		cmd := l.B.Cmd(bin, "sink", "--dev", fmt.Sprintf("afxdp:%s:%d", l.B.Ifname, q), "--listen", "198.18.0.2:9000", "-t", "200ms")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("sink on queue %d: %v: %s", q, err, stderr.String())
+		}
+		want := "runs in generic mode (native attach refused: "
+		if got := strings.Contains(stderr.String(), want) && strings.Contains(stderr.String(), fmt.Sprintf("queue %d receives nothing (use queue 0)", q)); got != (q == 1) {
+			t.Errorf("sink on queue %d: stderr %q; want the generic-mode warning only on queue 1", q, stderr.String())
+		}
+	}
+}
+
 // startThenRemove starts cmd, removes h's veth end after, and returns when
 // it did; it kills cmd and fails the test when either fails.
 func startThenRemove(t *testing.T, cmd *exec.Cmd, h *lab.Host, after time.Duration) time.Time {
