@@ -18,8 +18,13 @@ import (
 // empty polls, and stops after DefaultSinkDuration or DefaultEchoIdle
 // without a request once one came.
 type EchoConfig struct {
-	// Budget is the most packets one Poll hands over; 0 means
-	// DefaultBudget.
+	// Budget is the most packets one Poll hands over; 0 means 1: each
+	// answer then rings its doorbell at once, from the handler, rather
+	// than after the Poll (measured busy-polling on loopback, skb pingpong
+	// processes: p50 6.51-6.57 µs against 6.81-6.85 µs with 64, the C
+	// reference 6.42-6.45 µs; blocking, 17.15-17.24 against 17.19-17.29
+	// µs). A larger budget shares one doorbell among the answers of a
+	// Poll, for many requests in flight at once.
 	Budget int
 
 	// Spin polls again at once after an empty Poll instead of sleeping in
@@ -104,7 +109,7 @@ type echoer struct {
 // closed under the run), with the result so far.
 func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, error) {
 	e := &echoer{dev: dev, cache: dev.Cache(), cfg: cfg}
-	cfg.Budget = cmp0(cfg.Budget, DefaultBudget)
+	cfg.Budget = cmp0(cfg.Budget, 1)
 	cfg.Duration = cmp0(cfg.Duration, DefaultSinkDuration)
 	cfg.Idle = cmp0(cfg.Idle, DefaultEchoIdle)
 	cfg.Interval = cmp0(cfg.Interval, DefaultInterval)

@@ -104,7 +104,7 @@ while it waits for a reply), the server by --duration (default 10s), --idle
 	fs.BoolVar(&o.busy, "busy-poll", false, "spin on the device's poll instead of sleeping while waiting")
 	durationVarP(fs, &o.duration, "duration", "t", 0, "stop after this long (default 5s for the client, 10s for the server)")
 	durationVarP(fs, &o.idle, "idle", "", traffic.DefaultEchoIdle, "server: stop after this long without a request, once one came")
-	fs.IntVar(&o.budget, "budget", 0, fmt.Sprintf("packets per poll; 0: 1 for the client, %d for the server", traffic.DefaultBudget))
+	fs.IntVar(&o.budget, "budget", 0, "packets per poll; 0: 1, which sends each answer at once (the server's answers of one poll share a doorbell when more)")
 	fs.Uint64Var(&o.count, "count", 0, "server: stop after answering N packets (0: no limit)")
 	fs.BoolVar(&o.pktinfo, "pktinfo", false, "server over udp: answer each request from the address it was sent to (IP_PKTINFO), for a --listen on 0.0.0.0 or :: with clients of several of its addresses")
 	fs.StringVar(&o.from, "from", "", "server over udp: answer only sources in this PREFIX (e.g. 127.0.0.0/8, with --listen 0.0.0.0:PORT); others are counted and not answered")
