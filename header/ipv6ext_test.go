@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/google/gopacket"
@@ -90,17 +91,9 @@ func TestGopacketIPv6Options(t *testing.T) {
 		if err != nil || len(h) != n || h.HeaderLen() != n || h.NextHeader() != f.NextHeader || !bytes.Equal(h.Options()[:len(opts)], opts) {
 			t.Fatalf("ParseIPv6Options(% x) = % x, %v", b, h, err)
 		}
-		var got []gpOption
-		it := NewIPv6OptionIterator(h.Options())
-		for {
-			typ, data, ok := it.Next()
-			if !ok {
-				break
-			}
-			got = append(got, gpOption{typ, string(data)})
-		}
-		if it.Err() != nil || !equalOptions(got, want) {
-			t.Fatalf("iterator read %v (%v) from % x, want %v", got, it.Err(), h, want)
+		got, itErr := ipv6Options(h.Options())
+		if itErr != nil || !equalOptions(got, want) {
+			t.Fatalf("iterator read %v (%v) from % x, want %v", got, itErr, h, want)
 		}
 		// gopacket decodes with the header's successor present: its
 		// option decoder wants 2 bytes even for a final Pad1.
@@ -120,23 +113,21 @@ func TestGopacketIPv6Options(t *testing.T) {
 		var o3 []byte
 		for k := range 8 {
 			o3 = []byte("abcdefghijklm")[:6+k] // no alignment
+			opts := []*layers.IPv6HopByHopOption{
+				{OptionType: IPv6OptionRouterAlert, OptionData: o1, OptionAlignment: [2]uint8{2, 0}},
+				{OptionType: 0x3e, OptionData: o2, OptionAlignment: [2]uint8{4, 2}},
+				{OptionType: 0x1e, OptionData: o3},
+			}
 			var l gopacket.SerializableLayer
 			if hbh {
-				h := &layers.IPv6HopByHop{}
+				h := &layers.IPv6HopByHop{Options: opts}
 				h.NextHeader = layers.IPProtocolNoNextHeader
-				h.Options = []*layers.IPv6HopByHopOption{
-					{OptionType: IPv6OptionRouterAlert, OptionData: o1, OptionAlignment: [2]uint8{2, 0}},
-					{OptionType: 0x3e, OptionData: o2, OptionAlignment: [2]uint8{4, 2}},
-					{OptionType: 0x1e, OptionData: o3},
-				}
 				l = h
 			} else {
 				h := &layers.IPv6Destination{}
 				h.NextHeader = layers.IPProtocolNoNextHeader
-				h.Options = []*layers.IPv6DestinationOption{
-					{OptionType: IPv6OptionRouterAlert, OptionData: o1, OptionAlignment: [2]uint8{2, 0}},
-					{OptionType: 0x3e, OptionData: o2, OptionAlignment: [2]uint8{4, 2}},
-					{OptionType: 0x1e, OptionData: o3},
+				for _, o := range opts {
+					h.Options = append(h.Options, (*layers.IPv6DestinationOption)(o))
 				}
 				l = h
 			}
@@ -153,20 +144,39 @@ func TestGopacketIPv6Options(t *testing.T) {
 		if err != nil || len(h) != len(b) || h.NextHeader() != IPProtoNoNext {
 			t.Fatalf("ParseIPv6Options(% x): % x, %v", b, h, err)
 		}
-		var got []gpOption
-		it := NewIPv6OptionIterator(h.Options())
-		for {
-			typ, data, ok := it.Next()
-			if !ok {
-				break
-			}
-			got = append(got, gpOption{typ, string(data)})
-		}
+		got, itErr := ipv6Options(h.Options())
 		want := []gpOption{{IPv6OptionRouterAlert, string(o1)}, {0x3e, string(o2)}, {0x1e, string(o3)}}
-		if it.Err() != nil || !equalOptions(got, want) {
-			t.Fatalf("hbh %v: iterator read %v (%v) from gopacket's % x", hbh, got, it.Err(), b)
+		if itErr != nil || !equalOptions(got, want) {
+			t.Fatalf("hbh %v: iterator read %v (%v) from gopacket's % x", hbh, got, itErr, b)
 		}
 	}
+}
+
+// ipv6Options walks b with an IPv6OptionIterator and returns what it
+// found and its Err.
+func ipv6Options(b []byte) ([]gpOption, error) {
+	var got []gpOption
+	it := NewIPv6OptionIterator(b)
+	for {
+		typ, data, ok := it.Next()
+		if !ok {
+			return got, it.Err()
+		}
+		got = append(got, gpOption{typ, string(data)})
+	}
+}
+
+// wantPanic fails t unless f panics with a string holding want.
+func wantPanic(t *testing.T, name, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if s, _ := r.(string); !strings.Contains(s, want) {
+			t.Errorf("%s: panic %v, want one naming %q", name, r, want)
+		}
+	}()
+	f()
 }
 
 func equalOptions(a, b []gpOption) bool {
@@ -294,30 +304,20 @@ func TestIPv6ExtParseShort(t *testing.T) {
 // TestIPv6ExtEncodePanics checks that Encode refuses a header longer than
 // 2048 bytes or than its buffer, with the lengths in the message.
 func TestIPv6ExtEncodePanics(t *testing.T) {
-	mustPanic := func(name, want string, f func()) {
-		t.Helper()
-		defer func() {
-			r := recover()
-			if s, _ := r.(string); !bytes.Contains([]byte(s), []byte(want)) {
-				t.Errorf("%s: panic %v, want one naming %q", name, r, want)
-			}
-		}()
-		f()
-	}
 	big := make([]byte, 4096)
-	mustPanic("options too long", "2047 bytes of options (a 2056-byte header, at most 2048)", func() {
+	wantPanic(t, "options too long", "2047 bytes of options (a 2056-byte header, at most 2048)", func() {
 		IPv6Options(big).Encode(&IPv6OptionsFields{Options: make([]byte, 2047)})
 	})
-	mustPanic("options short buffer", "into 7 bytes", func() {
+	wantPanic(t, "options short buffer", "into 7 bytes", func() {
 		IPv6Options(big[:7]).Encode(&IPv6OptionsFields{})
 	})
-	mustPanic("routing too long", "2045 bytes of data", func() {
+	wantPanic(t, "routing too long", "2045 bytes of data", func() {
 		IPv6Routing(big).Encode(&IPv6RoutingFields{Data: make([]byte, 2045)})
 	})
-	mustPanic("routing short buffer", "into 15 bytes", func() {
+	wantPanic(t, "routing short buffer", "into 15 bytes", func() {
 		IPv6Routing(big[:15]).Encode(&IPv6RoutingFields{Data: make([]byte, 5)})
 	})
-	mustPanic("option data", "256 bytes of data", func() {
+	wantPanic(t, "option data", "256 bytes of data", func() {
 		AppendIPv6Option(nil, 5, make([]byte, 256))
 	})
 	// The longest header fits.
@@ -367,19 +367,13 @@ func FuzzIPv6Options(f *testing.F) {
 		if len(h) != h.HeaderLen() || &h[0] != &b[0] {
 			t.Fatalf("view % x of % x", h, b)
 		}
-		var got []gpOption
-		it := NewIPv6OptionIterator(h.Options())
-		for {
-			typ, data, ok := it.Next()
-			if !ok {
-				break
+		got, itErr := ipv6Options(h.Options())
+		for _, o := range got {
+			if o.typ == IPv6OptionPad1 || o.typ == IPv6OptionPadN {
+				t.Fatalf("iterator returned padding %d", o.typ)
 			}
-			if typ == IPv6OptionPad1 || typ == IPv6OptionPadN {
-				t.Fatalf("iterator returned padding %d", typ)
-			}
-			got = append(got, gpOption{typ, string(data)})
 		}
-		if it.Err() != nil {
+		if itErr != nil {
 			return
 		}
 		// gopacket wants 2 bytes for a final Pad1: give it a successor.
