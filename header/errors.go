@@ -35,8 +35,9 @@ var (
 	ErrBadDataOffset = errors.New("header: bad TCP data offset")
 
 	// ErrBadOption is returned for a malformed IPv4 or TCP option (an
-	// option length below 2 or running past the options area) and by
-	// IPv6OptionIterator.Err for a malformed IPv6 option.
+	// option length below 2 or running past the options area), and by
+	// IPv6OptionIterator.Err and NDPOptionIterator.Err for a malformed
+	// IPv6 or Neighbor Discovery option.
 	ErrBadOption = errors.New("header: bad option")
 
 	// ErrBadExtensionHeader is returned for an IPv6 extension header chain

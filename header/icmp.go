@@ -34,6 +34,7 @@ const (
 	ICMPv6RouterAdvert    uint8 = 134 // RFC 4861
 	ICMPv6NeighborSolicit uint8 = 135 // RFC 4861
 	ICMPv6NeighborAdvert  uint8 = 136 // RFC 4861
+	ICMPv6Redirect        uint8 = 137 // RFC 4861
 )
 
 // ICMPv4 is a view of an ICMP message for IPv4 (RFC 792):

@@ -71,7 +71,11 @@ type IPv6OptionsFields struct {
 
 	// Options holds the options, each a type, a length and data (as
 	// AppendIPv6Option writes them), without the padding to a multiple of
-	// 8 bytes, which Encode adds. At most IPv6ExtMaxLen-2 bytes.
+	// 8 bytes, which Encode adds. They must not end in padding of their
+	// own (alignment padding goes before an option): Encode's would follow
+	// it, and more than 7 bytes of padding in a row make the header
+	// malformed (RFC 8200 section 4.2; the kernel drops it). At most
+	// IPv6ExtMaxLen-2 bytes.
 	Options []byte
 }
 

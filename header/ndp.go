@@ -8,11 +8,8 @@ import (
 
 // Neighbor Discovery constants, RFC 4861.
 const (
-	// ICMPv6Redirect is the Redirect message type, RFC 4861 section 4.5.
-	ICMPv6Redirect uint8 = 137
-
 	// NDPHopLimit is the Hop Limit every Neighbor Discovery message is
-	// sent with and must arrive with (RFC 4861 section 6.1.1, 7.1.1),
+	// sent with and must arrive with (RFC 4861 sections 6.1, 7.1 and 8.1),
 	// which proves that no router forwarded it.
 	NDPHopLimit = 255
 
@@ -29,9 +26,13 @@ const (
 	NDPFlagSolicited uint8 = 0x40 // S: an answer to a Neighbor Solicitation
 	NDPFlagOverride  uint8 = 0x20 // O: replace a cached link-layer address
 
-	// Flags of a Router Advertisement (byte 5), section 4.2.
+	// Flags of a Router Advertisement (byte 5), section 4.2 and later
+	// RFCs.
 	NDPFlagManaged     uint8 = 0x80 // M: addresses from DHCPv6
 	NDPFlagOtherConfig uint8 = 0x40 // O: other configuration from DHCPv6
+	NDPFlagHomeAgent   uint8 = 0x20 // H: the router is a Mobile IPv6 home agent, RFC 6275 section 7.1
+	NDPRouterPrefMask  uint8 = 0x18 // Prf: default router preference (01 high, 00 medium, 11 low), RFC 4191 section 2.2
+	NDPFlagProxy       uint8 = 0x04 // P: proxied, RFC 4389 section 4.1.3.3
 )
 
 // NDP is a view of an ICMPv6 Neighbor Discovery message (RFC 4861 section
@@ -62,9 +63,10 @@ const (
 // The R, S and O flags are a Neighbor Advertisement's (a solicitation's
 // byte 4 is reserved). Router Lifetime counts seconds, Reachable Time and
 // Retrans Timer milliseconds (0: unspecified). The checksum is ICMPv6's
-// (ICMPv6(h).ComputeChecksum). A view does not copy; each type's methods
-// assume that type's fixed part, as ParseNDP checks, and read other bytes
-// on other types.
+// (ICMPv6(h).ComputeChecksum). A view does not copy. Each field's method
+// reads the bytes at the field's offset, whatever the type (switch on Type
+// first), and returns the zero value when the message is too short for the
+// field (Target on a Router Solicitation): a parsed view never panics.
 type NDP []byte
 
 // NDPFixedLen returns the length of the fixed part of a Neighbor
@@ -88,10 +90,10 @@ func NDPFixedLen(typ uint8) int {
 // 133 to 137) with its type's fixed part, and returns b as an NDP view. It
 // returns a *ParseError wrapping ErrBadType for another type and
 // ErrTruncated for a message shorter than its fixed part. It does not check
-// the checksum, the options (see NewNDPOptionIterator) or what RFC 4861
-// asks of the IP header and the code (Hop Limit NDPHopLimit, Code 0,
-// section 6.1 and 7.1), which a receiver must also check. It does not
-// allocate.
+// the checksum, the options (see NewNDPOptionIterator) or the rest of what
+// RFC 4861 sections 6.1, 7.1 and 8.1 ask a receiver to check, such as Hop
+// Limit NDPHopLimit, Code 0, a target that is not multicast, and a
+// link-local source for router messages. It does not allocate.
 func ParseNDP(b []byte) (NDP, error) {
 	if len(b) < 1 {
 		return nil, errNDPShort
@@ -117,31 +119,53 @@ func (h NDP) Code() uint8 { return h[1] }
 func (h NDP) Flags() uint8 { return h[4] & 0xe0 }
 
 // Target returns the Target Address of a Neighbor Solicitation,
-// Advertisement or Redirect.
-func (h NDP) Target() netip.Addr { return netip.AddrFrom16([16]byte(h[8:24])) }
+// Advertisement or Redirect (bytes 8 to 24; the zero Addr when shorter).
+func (h NDP) Target() netip.Addr {
+	if len(h) < 24 {
+		return netip.Addr{}
+	}
+	return netip.AddrFrom16([16]byte(h[8:24]))
+}
 
-// Destination returns the Destination Address of a Redirect.
-func (h NDP) Destination() netip.Addr { return netip.AddrFrom16([16]byte(h[24:40])) }
+// Destination returns the Destination Address of a Redirect (bytes 24 to
+// 40; the zero Addr when shorter).
+func (h NDP) Destination() netip.Addr {
+	if len(h) < 40 {
+		return netip.Addr{}
+	}
+	return netip.AddrFrom16([16]byte(h[24:40]))
+}
 
 // CurHopLimit returns a Router Advertisement's hop limit for outgoing
 // packets (0: unspecified).
 func (h NDP) CurHopLimit() uint8 { return h[4] }
 
-// RouterFlags returns a Router Advertisement's M and O flags
-// (NDPFlagManaged, NDPFlagOtherConfig) as byte 5 holds them.
-func (h NDP) RouterFlags() uint8 { return h[5] & 0xc0 }
+// RouterFlags returns a Router Advertisement's byte 5: the M, O, H and P
+// flags and the Prf preference (NDPFlagManaged, NDPFlagOtherConfig,
+// NDPFlagHomeAgent, NDPFlagProxy, NDPRouterPrefMask).
+func (h NDP) RouterFlags() uint8 { return h[5] }
 
 // RouterLifetime returns a Router Advertisement's Router Lifetime, in
 // seconds (0: not a default router).
 func (h NDP) RouterLifetime() uint16 { return binary.BigEndian.Uint16(h[6:8]) }
 
 // ReachableTime returns a Router Advertisement's Reachable Time, in
-// milliseconds.
-func (h NDP) ReachableTime() uint32 { return binary.BigEndian.Uint32(h[8:12]) }
+// milliseconds (0 when the message is shorter than 12 bytes).
+func (h NDP) ReachableTime() uint32 {
+	if len(h) < 12 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(h[8:12])
+}
 
 // RetransTimer returns a Router Advertisement's Retrans Timer, in
-// milliseconds.
-func (h NDP) RetransTimer() uint32 { return binary.BigEndian.Uint32(h[12:16]) }
+// milliseconds (0 when the message is shorter than 16 bytes).
+func (h NDP) RetransTimer() uint32 {
+	if len(h) < 16 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(h[12:16])
+}
 
 // Options returns the options: the bytes after the type's fixed part. It
 // aliases h.
@@ -152,10 +176,13 @@ func (h NDP) Options() []byte { return h[NDPFixedLen(h[0]):] }
 func (h NDP) SetFlags(f uint8) { h[4] = h[4]&^0xe0 | f&0xe0 }
 
 // SetTarget writes the Target Address. It panics, naming the field, for an
-// address that is not IPv6.
+// address that is not IPv6, or a message shorter than 24 bytes.
 func (h NDP) SetTarget(a netip.Addr) {
 	if p := addrFault(a, false); p != "" {
 		panic("header: NDP.SetTarget: the target is " + p)
+	}
+	if len(h) < 24 {
+		panic(fmt.Sprintf("header: NDP.SetTarget on a message of %d bytes: the target is bytes 8 to 24", len(h)))
 	}
 	a16 := a.As16()
 	copy(h[8:24], a16[:])
@@ -172,7 +199,7 @@ type NDPFields struct {
 
 	// Router Advertisement fields.
 	CurHopLimit    uint8
-	RouterFlags    uint8  // M, O (NDPFlagManaged, NDPFlagOtherConfig)
+	RouterFlags    uint8  // byte 5: M, O, H, Prf, P (NDPFlagManaged...)
 	RouterLifetime uint16 // seconds
 	ReachableTime  uint32 // milliseconds
 	RetransTimer   uint32 // milliseconds
@@ -201,7 +228,7 @@ func (h NDP) Encode(f *NDPFields) {
 	h[0] = f.Type
 	switch f.Type {
 	case ICMPv6RouterAdvert:
-		h[4], h[5] = f.CurHopLimit, f.RouterFlags&0xc0
+		h[4], h[5] = f.CurHopLimit, f.RouterFlags
 		binary.BigEndian.PutUint16(h[6:8], f.RouterLifetime)
 		binary.BigEndian.PutUint32(h[8:12], f.ReachableTime)
 		binary.BigEndian.PutUint32(h[12:16], f.RetransTimer)
@@ -247,14 +274,15 @@ func AppendNDPOption(b []byte, typ uint8, data []byte) []byte {
 }
 
 // NDPLinkAddr returns the Ethernet address of a source or target
-// link-layer address option's data (as NDPOptionIterator.Next returns it:
-// the 6 bytes of the MAC and padding), and false when data is shorter than
-// a MAC.
+// link-layer address option's data, as NDPOptionIterator.Next returns it:
+// over Ethernet the option is 8 bytes (Length 1) and its data the 6 bytes
+// of the MAC (RFC 2464 section 8). It returns false for data of another
+// length, an option the kernel drops the message for (ndisc_opt_addr_data).
 func NDPLinkAddr(data []byte) (MAC, bool) {
-	if len(data) < 6 {
+	if len(data) != 6 {
 		return MAC{}, false
 	}
-	return MAC(data[:6]), true
+	return MAC(data), true
 }
 
 // NDPOptionIterator walks the options of a Neighbor Discovery message

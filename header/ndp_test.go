@@ -52,8 +52,7 @@ func gpNDPRead(t *testing.T, pkt []byte) (NDPFields, layers.ICMPv6Options) {
 			f.Type = ICMPv6RouterSolicit
 			return f, l.Options
 		case *layers.ICMPv6RouterAdvertisement:
-			// (gopacket keeps the reserved bits with the flags.)
-			f = NDPFields{Type: ICMPv6RouterAdvert, CurHopLimit: l.HopLimit, RouterFlags: l.Flags & 0xc0, RouterLifetime: l.RouterLifetime,
+			f = NDPFields{Type: ICMPv6RouterAdvert, CurHopLimit: l.HopLimit, RouterFlags: l.Flags, RouterLifetime: l.RouterLifetime,
 				ReachableTime: l.ReachableTime, RetransTimer: l.RetransTimer}
 			return f, l.Options
 		case *layers.ICMPv6NeighborSolicitation:
@@ -136,7 +135,7 @@ func TestGopacketNDP(t *testing.T) {
 		a[15] = byte(r.Uint32())
 		switch f.Type {
 		case ICMPv6RouterAdvert:
-			f.CurHopLimit, f.RouterFlags = uint8(r.Uint32()), uint8(r.Uint32())&0xc0
+			f.CurHopLimit, f.RouterFlags = uint8(r.Uint32()), uint8(r.Uint32())
 			f.RouterLifetime, f.ReachableTime, f.RetransTimer = uint16(r.Uint32()), r.Uint32(), r.Uint32()
 		case ICMPv6NeighborAdvert:
 			f.Flags = uint8(r.Uint32()) & 0xe0
@@ -251,9 +250,24 @@ func TestNDPErrors(t *testing.T) {
 	if _, _, ok := zero.Next(); ok || zero.Err() != nil {
 		t.Error("the zero iterator is not empty")
 	}
-	if _, ok := NDPLinkAddr(make([]byte, 5)); ok {
-		t.Error("NDPLinkAddr of 5 bytes")
+	for _, n := range []int{5, 14} {
+		if _, ok := NDPLinkAddr(make([]byte, n)); ok {
+			t.Errorf("NDPLinkAddr of %d bytes: want false, as the kernel drops an option of another length than Ethernet's", n)
+		}
 	}
+	// Field methods on a message of another type, too short for the field,
+	// return zero values; SetTarget panics naming the length.
+	rs, err := ParseNDP([]byte{ICMPv6RouterSolicit, 0, 0, 0, 0, 0, 0, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Target().IsValid() || rs.Destination().IsValid() || rs.ReachableTime() != 0 || rs.RetransTimer() != 0 || len(rs.Options()) != 0 {
+		t.Errorf("field methods of a Router Solicitation read past it")
+	}
+	if ra := NDP(ndpMessage(&NDPFields{Type: ICMPv6RouterAdvert, RetransTimer: 7})); ra.Target().IsValid() || ra.RetransTimer() != 7 {
+		t.Errorf("Target of a Router Advertisement: %v", ra.Target())
+	}
+	wantPanic(t, "SetTarget short", "on a message of 8 bytes", func() { rs.SetTarget(ip6a) })
 
 	buf := make([]byte, 64)
 	wantPanic(t, "type", "type 128", func() { NDP(buf).Encode(&NDPFields{Type: ICMPv6EchoRequest}) })
@@ -298,7 +312,10 @@ func FuzzNDP(f *testing.F) {
 			}
 			return
 		}
+		// Every field method is safe on every parsed message.
 		_ = h.Flags() + h.RouterFlags() + h.CurHopLimit()
+		_, _ = h.Target(), h.Destination()
+		_ = h.ReachableTime() + h.RetransTimer() + uint32(h.RouterLifetime())
 		opts, err := ndpOptions(h.Options())
 		if err != nil {
 			return
