@@ -128,7 +128,7 @@ var (
 // Why an address is no destination (badDst).
 var (
 	errDstFamily = fmt.Errorf("%w: an IPv6 address on an IPv4 socket", ErrNoDestination)
-	errDstV6Only = fmt.Errorf("%w: an IPv4 address on an IPv6-only socket (bound to an IPv6 address)", ErrNoDestination)
+	errDstV6Only = fmt.Errorf("%w: an IPv4 address on an IPv6-only socket (bound or connected to an IPv6 address)", ErrNoDestination)
 	errDstPort0  = fmt.Errorf("%w: port 0", ErrNoDestination)
 	errDstUnspec = fmt.Errorf("%w: the unspecified address", ErrNoDestination)
 )
@@ -230,7 +230,7 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // port 0, the unspecified address (which the kernel takes as this host) or
 // an address of the other family than a socket that is not dual-stack
 // sends to (an IPv6 address on an IPv4 socket, an IPv4 one on a socket
-// bound to an IPv6 address). XmitTo takes ownership of b, also when it
+// bound or connected to an IPv6 address that is not IPv4-mapped). XmitTo takes ownership of b, also when it
 // returns an error. It allocates nothing.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 	if b == nil {

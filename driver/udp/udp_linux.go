@@ -601,7 +601,8 @@ func (d *Device) Fd() int { return d.fd }
 // sendto on a connected UDP socket). It returns ErrNoDestination for the
 // zero AddrPort, port 0, the unspecified address (which the kernel takes
 // as this host), an IPv6 address on an IPv4 socket or an IPv4 address on
-// a socket bound to an IPv6 one; the destination is then unset. After Close it returns ErrClosed. It allocates nothing but
+// a socket bound or connected to an IPv6 one that is not IPv4-mapped; the
+// destination is then unset. After Close it returns ErrClosed. It allocates nothing but
 // the error.
 func (d *Device) SetDst(dst netip.AddrPort) error {
 	if d.closing() {

@@ -949,7 +949,7 @@ func TestErrors(t *testing.T) {
 	// before the kernel would (ENETUNREACH at the doorbell).
 	v6 := openT(t, Config{Local: netip.MustParseAddrPort("[::1]:0")})
 	err = v6.XmitTo(fill(t, v6, 0, 10), netip.MustParseAddrPort("127.0.0.1:9"), false)
-	if want := "udp: xmit: no destination for the datagram: an IPv4 address on an IPv6-only socket (bound to an IPv6 address)"; !errors.Is(err, ErrNoDestination) || err.Error() != want {
+	if want := "udp: xmit: no destination for the datagram: an IPv4 address on an IPv6-only socket (bound or connected to an IPv6 address)"; !errors.Is(err, ErrNoDestination) || err.Error() != want {
 		t.Errorf("XmitTo an IPv4 address from [::1]: %v, want %q", err, want)
 	}
 	if st := v6.Stats(); st.TxDropped[netdev.DropError] != 1 || st.TxDoorbells != 0 {
