@@ -140,8 +140,8 @@ func (t Target) check(v float64) bool {
 }
 
 // Row is one variant's figure for one metric: the median of its runs and its
-// ratio to the reference variant's median. It is what the table prints as a
-// line and the JSON output as an object.
+// ratio to the reference variant. It is what the table prints as a line and
+// the JSON output as an object.
 type Row struct {
 	Experiment string `json:"experiment"`
 	Seed       string `json:"seed,omitempty"` // "000" to "004", or "" for a claim of the product
@@ -150,9 +150,12 @@ type Row struct {
 	// Value is the median of the runs, in Unit.
 	Value float64 `json:"value"`
 	Unit  string  `json:"unit"`
-	// Ratio is Value over the reference variant's Value for the same
-	// metric: 1 for a reference, nil when it is undefined (the reference
-	// failed, or is 0).
+	// Ratio is the median, over the rounds, of the variant's value over
+	// its reference's in the same round (each round runs every variant
+	// once, back to back, so that a machine whose speed shifts between
+	// rounds is compared with itself); Value over the reference's Value
+	// when no round gave both. It is 1 for a reference, nil when it is
+	// undefined (the reference failed, or is 0).
 	Ratio *float64 `json:"ratio"`
 	// Reference names the variant Ratio is relative to; empty for a
 	// reference.
@@ -440,6 +443,7 @@ func (e *env) progress(format string, args ...any) {
 func runExperiment(ctx context.Context, e *env, x Experiment) []Row {
 	vs := x.variants(e)
 	samples := make([][]sample, len(vs))
+	rounds := make([][]int, len(vs)) // the round of each sample
 	errs := make([]error, len(vs))
 	for rep := 0; rep < e.opts.Runs && ctx.Err() == nil; rep++ {
 		for i, v := range vs {
@@ -455,10 +459,11 @@ func runExperiment(ctx context.Context, e *env, x Experiment) []Row {
 				continue
 			}
 			samples[i] = append(samples[i], s)
+			rounds[i] = append(rounds[i], rep)
 			e.progress("%s: %s [%d/%d] %s", x.Name, v.name, rep+1, e.opts.Runs, x.describe(s))
 		}
 	}
-	return x.rows(vs, samples, errs)
+	return x.rowsByRound(vs, samples, rounds, errs)
 }
 
 // describe formats a sample's metrics for a progress line.
@@ -508,8 +513,40 @@ func summarize(vals []float64) stats {
 }
 
 // rows turns the samples of x's variants into rows: one per variant and
-// metric, in the catalog's metric order.
+// metric, in the catalog's metric order; sample k of every variant is
+// taken as from round k.
 func (x Experiment) rows(vs []variant, samples [][]sample, errs []error) []Row {
+	return x.rowsByRound(vs, samples, nil, errs)
+}
+
+// rowsByRound is rows with the round of each sample (rounds[i][k] for
+// samples[i][k]; nil: k).
+func (x Experiment) rowsByRound(vs []variant, samples [][]sample, rounds [][]int, errs []error) []Row {
+	round := func(i, k int) int {
+		if rounds == nil {
+			return k
+		}
+		return rounds[i][k]
+	}
+	// paired returns the median over the rounds that gave both variant i
+	// and variant j a value of metric m of i's value over j's.
+	paired := func(i, j int, m string) (float64, bool) {
+		of := map[int]float64{}
+		for k, s := range samples[j] {
+			if v, ok := s[m]; ok && v != 0 {
+				of[round(j, k)] = v
+			}
+		}
+		var rs []float64
+		for k, s := range samples[i] {
+			if v, ok := s[m]; ok {
+				if ref, ok := of[round(i, k)]; ok {
+					rs = append(rs, v/ref)
+				}
+			}
+		}
+		return summarize(rs).median, len(rs) > 0
+	}
 	metricStats := func(i int, m string) (stats, bool) {
 		var vals []float64
 		for _, s := range samples[i] {
@@ -550,6 +587,9 @@ func (x Experiment) rows(vs []variant, samples [][]sample, errs []error) []Row {
 			} else if j := index(v.ref); j >= 0 {
 				if rs, ok := metricStats(j, m.Name); ok && rs.median != 0 {
 					ratio = st.median / rs.median
+					if p, ok := paired(i, j, m.Name); ok {
+						ratio = p
+					}
 					r.Noise = overlap(st, rs)
 				}
 			}

@@ -107,6 +107,38 @@ func TestNoise(t *testing.T) {
 	}
 }
 
+// TestPairedRatio checks that a ratio is the median of the per-round
+// ratios: a machine that shifts speed between rounds is compared with
+// itself, where the ratio of the medians would compare two speeds; a round
+// that gave one variant no value pairs nothing.
+func TestPairedRatio(t *testing.T) {
+	x := Experiment{Name: "p", Metrics: []Metric{mNs}}
+	vs := []variant{{name: "ref"}, {name: "v", ref: "ref"}}
+	// The machine is twice as slow in round 1 for ref and in rounds 1
+	// and 2 for v: v is 1.1x ref in every round.
+	samples := [][]sample{
+		{{"ns/pkt": 10}, {"ns/pkt": 20}, {"ns/pkt": 20}},
+		{{"ns/pkt": 11}, {"ns/pkt": 22}, {"ns/pkt": 22}},
+	}
+	if r := x.rows(vs, samples, make([]error, 2))[1]; r.Ratio == nil || math.Abs(*r.Ratio-1.1) > 1e-9 {
+		t.Errorf("ratio %v, want 1.1", r.Ratio)
+	}
+	// Rounds: 1.1, 0.55, 1.1: the median is 1.1, where the medians
+	// (11 and 20) would give 0.55.
+	samples = [][]sample{
+		{{"ns/pkt": 10}, {"ns/pkt": 20}, {"ns/pkt": 20}},
+		{{"ns/pkt": 11}, {"ns/pkt": 11}, {"ns/pkt": 22}},
+	}
+	if r := x.rows(vs, samples, make([]error, 2))[1]; r.Ratio == nil || math.Abs(*r.Ratio-1.1) > 1e-9 {
+		t.Errorf("ratio %v, want 1.1 (median of 1.1, 0.55, 1.1)", r.Ratio)
+	}
+	// v failed in round 0: its samples are of rounds 1 and 2.
+	rows := x.rowsByRound(vs, [][]sample{samples[0], samples[1][1:]}, [][]int{{0, 1, 2}, {1, 2}}, make([]error, 2))
+	if r := rows[1]; r.Ratio == nil || math.Abs(*r.Ratio-(0.55+1.1)/2) > 1e-9 {
+		t.Errorf("ratio %v over rounds 1 and 2, want %v", r.Ratio, (0.55+1.1)/2)
+	}
+}
+
 func TestTargetString(t *testing.T) {
 	tests := []struct {
 		t    Target

@@ -8,8 +8,11 @@
 // figure stands alone: every experiment runs its variants interleaved
 // (A B A B ..., so that drift hits all of them), Options.Runs times each,
 // and reports for every variant and metric the median of its runs, the
-// minimum, the maximum and the standard deviation, and the ratio of its
-// median to the median of its reference variant, measured in the same run.
+// minimum, the maximum and the standard deviation, and its ratio to its
+// reference variant, measured in the same run: the median of the ratios of
+// its runs to the reference's run of the same round, so that a machine
+// whose speed shifts between rounds (a shared host's neighbours) is
+// compared with itself.
 //
 // The sender runs on an OS thread pinned to Options.SenderCPU and the
 // receiver on one pinned to Options.ReceiverCPU (sched_setaffinity(2)), as

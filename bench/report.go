@@ -83,7 +83,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if rep.Runs == 1 {
 		runs = fmt.Sprintf("one run of %v each", rep.Duration)
 	}
-	fmt.Fprintf(w, "skb bench: %s; ratio = median / median of the reference (vs)\n", runs)
+	fmt.Fprintf(w, "skb bench: %s; ratio = median of the runs' ratios to the reference (vs) in the same round\n", runs)
 	busy := "unknown"
 	if m.Busy >= 0 {
 		busy = fmt.Sprintf("%d%%", m.Busy)

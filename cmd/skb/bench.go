@@ -41,7 +41,8 @@ func benchCmd() *cobra.Command {
 		Long: `bench runs skb's experiments: for each of the five seeds (and a few claims of
 the product) a set of variants measured in one run, interleaved (A B A B) so
 that drift hits all of them, and prints for each variant the median of its
-runs and its ratio to its reference variant. A ratio marked ~ lies within the
+runs and its ratio to its reference variant: the median of its runs' ratios
+to the reference's run of the same round. A ratio marked ~ lies within the
 spread of the runs. Without flags it runs on loopback and in memory, needs no
 privileges, and takes about a minute on two CPUs.
 
