@@ -550,11 +550,18 @@ func (d *Device) Close() error {
 		return fmt.Errorf("afpacket: close %s: %w", d.cfg.Ifname, netdev.ErrClosed)
 	}
 	d.closed = true
+	// A reference of Close's own, so that Poll's return cannot tear the
+	// device down (and close the eventfd) before the wake-up is written.
+	d.state.Add(2)
 	old := d.state.Or(1)
 	// Wake a Wait blocked in ppoll; the counter stays set, so a Wait about
 	// to block returns at once too.
 	one := [8]byte{1}
 	unix.Write(d.efd, one[:])
+	if d.state.Add(-2) == 1 {
+		// Nobody inside, or a Poll that returned meanwhile.
+		return d.teardown()
+	}
 	if old >= pollMark {
 		// Poll runs (perhaps this is its handler): it tears down as it
 		// returns.

@@ -793,6 +793,9 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	n := rx.Peek(uint32(budget))
 	if n == 0 {
 		d.refill() // frames the application freed go back to the kernel
+		if d.closed() {
+			return 0, errPollClosed
+		}
 		if d.empty++; d.empty%linkPolls == 0 {
 			return 0, d.sockError("poll")
 		}
@@ -819,6 +822,9 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		rx.Release()
 		d.refill()
 		if n -= c; n == 0 {
+			if d.closed() {
+				return got, errPollClosed // closed from another goroutine meanwhile
+			}
 			return got, nil
 		}
 	}

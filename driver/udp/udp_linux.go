@@ -458,19 +458,22 @@ func (d *Device) closing() bool { return d.state.Load()&closedBit != 0 }
 // wrapping pool.ErrLeak, and leaves the pool mapped. Buffers still held after
 // Close are freed with their own Free method, not into the closed Cache.
 func (d *Device) Close() error {
+	// A reference of Close's own, so that the owner's last exit cannot
+	// close the socket (and its number be reused) before the shutdown.
+	d.state.Add(refOne)
 	old := d.state.Or(closedBit)
 	if old&closedBit != 0 {
+		d.exit()
 		return errCloseClosed
 	}
-	if old&refMask == 0 {
-		d.cleanup()
-	} else {
+	if old&refMask != refOne {
 		// Wake the device's goroutine wherever it sleeps in the kernel:
 		// shutdown wakes poll, recvmmsg and a sendmmsg waiting for room.
 		unix.Shutdown(d.fd, unix.SHUT_RDWR)
-		if old&pollMask != 0 {
-			return nil
-		}
+	}
+	d.exit() // the cleanup, when the owner is out
+	if old&pollMask != 0 {
+		return nil
 	}
 	<-d.done
 	return d.doneErr
