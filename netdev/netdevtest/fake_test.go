@@ -202,10 +202,10 @@ func (f *fake) Poll(budget int, h netdev.Handler) (int, error) {
 	l.q = l.q[:copy(l.q, l.q[k:])]
 	l.mu.Unlock()
 	for i, b := range f.batch {
+		// The cache under f.mu, against a Close from another goroutine.
 		f.mu.Lock()
-		closed := f.closed
-		f.mu.Unlock()
-		if closed {
+		if f.closed {
+			f.mu.Unlock()
 			for _, b := range f.batch[i:] {
 				b.Free()
 			}
@@ -224,15 +224,26 @@ func (f *fake) Poll(budget int, h netdev.Handler) (int, error) {
 		if b.Headroom() < f.hr {
 			if err := b.ExpandHead(f.cache, f.hr-b.Headroom(), 0); err != nil {
 				f.cache.Free(b)
+				f.mu.Unlock()
 				f.ctr.RxDrop(netdev.DropNoBuffer, 1)
 				continue
 			}
 		}
+		f.mu.Unlock()
 		f.ctr.RxPacket(n)
 		h(b)
 	}
 	clear(f.batch)
+	if f.isClosed() {
+		return k, errFakeClosed
+	}
 	return k, nil
+}
+
+func (f *fake) isClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
 }
 
 func (f *fake) Wait(timeout time.Duration) error {

@@ -3,6 +3,7 @@ package netdevtest
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strings"
@@ -61,6 +62,12 @@ import (
 //     closeWait (it does not wait for the Poll it is called from), and that
 //     Poll hands nothing more over and returns an error matching
 //     net.ErrClosed with the count it handed over; every buffer comes back.
+//   - close race: in closeRounds rounds, another goroutine closes RX after
+//     a random delay of up to 300 µs while RX's owner polls and waits with
+//     packets arriving: Poll or Wait then returns an error matching
+//     net.ErrClosed, Close returns, and every buffer comes back (run the
+//     suite with -race: Close's wake-up must not race with the owner's
+//     return).
 //   - allocs: a steady-state cycle (allocate, fill and Xmit 64 packets,
 //     Flush, Poll them back, free them) allocates nothing
 //     (testing.AllocsPerRun), on a pool without debug mode.
@@ -90,6 +97,7 @@ func RunPool(t *testing.T, pc pool.Config, f Factory) {
 	t.Run("poll", func(t *testing.T) { testPoll(t, s) })
 	t.Run("closed", func(t *testing.T) { testClosed(t, s) })
 	t.Run("close in poll", func(t *testing.T) { testCloseInPoll(t, s) })
+	t.Run("close race", func(t *testing.T) { testCloseRace(t, s) })
 	t.Run("allocs", func(t *testing.T) { testAllocs(t, s) })
 }
 
@@ -809,6 +817,51 @@ func testCloseInPoll(t *testing.T, s *suite) {
 	}
 	if err := e.rx.Close(); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("close in poll: a second RX.Close returned %v; want an error matching net.ErrClosed", err)
+	}
+}
+
+// closeRounds is how many rounds the close race runs.
+const closeRounds = 8
+
+func testCloseRace(t *testing.T, s *suite) {
+	for round := range closeRounds {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			e := open(t, s, netdev.Config{}, true)
+			e.sendBurst(0, 16, e.small, true)
+			delay := time.Duration(rand.IntN(300)) * time.Microsecond
+			closed := make(chan error, 1)
+			go func() {
+				time.Sleep(delay)
+				closed <- e.rx.Close()
+			}()
+			deadline := time.Now().Add(deliverWait)
+			for {
+				n, err := e.rx.Poll(4, func(b *skb.Buff) { b.Free() })
+				if err == nil && n == 0 {
+					err = e.rx.Wait(time.Millisecond)
+					if errors.Is(err, netdev.ErrTimeout) {
+						err = nil
+					}
+				}
+				if err != nil {
+					if !errors.Is(err, net.ErrClosed) {
+						t.Fatalf("close race: RX returned %v while another goroutine closed it; want an error matching net.ErrClosed", err)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("close race: RX's Poll and Wait had not returned net.ErrClosed %v after another goroutine's Close", deliverWait)
+				}
+			}
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Errorf("close race: RX.Close from another goroutine returned %v; want nil", err)
+				}
+			case <-time.After(deliverWait):
+				t.Fatalf("close race: RX.Close had not returned after %v", deliverWait)
+			}
+		})
 	}
 }
 
