@@ -230,8 +230,9 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // port 0, the unspecified address (which the kernel takes as this host) or
 // an address of the other family than a socket that is not dual-stack
 // sends to (an IPv6 address on an IPv4 socket, an IPv4 one on a socket
-// bound or connected to an IPv6 address that is not IPv4-mapped). XmitTo takes ownership of b, also when it
-// returns an error. It allocates nothing.
+// bound or connected to an IPv6 address that is not IPv4-mapped). XmitTo
+// takes ownership of b, also when it returns an error. It allocates
+// nothing.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 	if b == nil {
 		panic(errNilBuff)
