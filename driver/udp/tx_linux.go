@@ -39,6 +39,14 @@ type txq struct {
 	// stage holds copies of the small datagrams of GSO runs, each run sent
 	// as one iovec (see stageBelow).
 	stage []byte
+
+	// lastDst is XmitTo's latest destination and lastName its struct
+	// sockaddr (lastN bytes; 0: none yet): an echo server answering one
+	// peer, or a generator's flow, checks and lays out each destination
+	// once.
+	lastDst  netip.AddrPort
+	lastName [mmsg.SockaddrMax]byte
+	lastN    int
 }
 
 // stageBelow is the datagram size under which the datagrams of a GSO run
@@ -243,18 +251,22 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 		return errXmitClosed
 	}
 	defer d.exit()
-	if _, err := d.badDst(dst); err != nil {
-		return d.dropOne(b, netdev.DropError, err)
+	t := &d.tx
+	if dst != t.lastDst || t.lastN == 0 {
+		if _, err := d.badDst(dst); err != nil {
+			return d.dropOne(b, netdev.DropError, err)
+		}
+		t.lastN = mmsg.PutSockaddr(t.lastName[:], d.family, dst)
+		t.lastDst = dst
 	}
-	var name [mmsg.SockaddrMax]byte
-	n := mmsg.PutSockaddr(name[:], d.family, dst)
-	if !more && d.sendsAlone(b, name[:n]) {
+	name := t.lastName[:t.lastN]
+	if !more && d.sendsAlone(b, name) {
 		// The doorbell of one datagram, rung from here (see sentOne), in
 		// XmitTo's own frame for the reason Poll makes its own probe.
-		e := mmsg.SendtoNow(d.fd, b.Data(), &name[0], n)
-		return d.sentOne(b, name[:n], e)
+		e := mmsg.SendtoNow(d.fd, b.Data(), &name[0], len(name))
+		return d.sentOne(b, name, e)
 	}
-	return d.queue(b, name[:n], netip.Addr{}, more)
+	return d.queue(b, name, netip.Addr{}, more)
 }
 
 // XmitFrom is XmitTo from the source address src, a unicast address of

@@ -1576,3 +1576,45 @@ func TestPktInfoBroadcast(t *testing.T) {
 		})
 	}
 }
+
+// TestXmitToAlternating sends to two receivers in turn, with refused
+// destinations between, single and queued: every datagram arrives where
+// it was addressed (XmitTo keeps its latest destination's sockaddr).
+func TestXmitToAlternating(t *testing.T) {
+	rx := [2]*Device{openT(t, Config{Local: lo4}), openT(t, Config{Local: lo4})}
+	tx := openT(t, Config{Local: lo4})
+	bad := netip.MustParseAddrPort("0.0.0.0:9")
+	const rounds = 20
+	for i := range uint32(rounds) {
+		to := rx[i%2].LocalAddr()
+		if err := tx.XmitTo(fill(t, tx, i, 32), to, i%3 == 0); err != nil {
+			t.Fatalf("XmitTo %v: %v", to, err)
+		}
+		if err := tx.XmitTo(fill(t, tx, 1000+i, 32), bad, false); !errors.Is(err, ErrNoDestination) {
+			t.Fatalf("XmitTo %v after %v: %v, want ErrNoDestination", bad, to, err)
+		}
+	}
+	if err := tx.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for k, d := range rx {
+		var got []uint32
+		deadline := time.Now().Add(5 * time.Second)
+		for len(got) < rounds/2 && time.Now().Before(deadline) {
+			d.Wait(10 * time.Millisecond)
+			d.Poll(64, func(b *skb.Buff) {
+				seq, _ := checkPattern(b.Data())
+				got = append(got, seq)
+				b.Free()
+			})
+		}
+		for j, seq := range got {
+			if seq%2 != uint32(k) || j >= rounds/2 {
+				t.Fatalf("receiver %d got %v; want the sequence numbers ≡ %d mod 2, %d of them", k, got, k, rounds/2)
+			}
+		}
+		if len(got) != rounds/2 {
+			t.Fatalf("receiver %d got %d datagrams, want %d", k, len(got), rounds/2)
+		}
+	}
+}
