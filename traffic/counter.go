@@ -1,5 +1,7 @@
 package traffic
 
+import "math"
+
 // dupWindow is how many sequence numbers a flow remembers, in blocks of
 // 64 ending with the block of the highest seen: a repeat among them counts
 // as a duplicate. It covers a GSO super-packet (64 datagrams) sent whole
@@ -97,16 +99,21 @@ const MaxSeqJump = 1 << 32
 // counts in a flow of its own: a generator's next run replaces the run
 // before it once that one has been quiet for 65536 packets (of any flow;
 // the old run's figures stay in the totals), and runs sending at the same
-// time (two generators to one port) are counted apart, up to 64 beside
-// the flow table's (a run beside it that has been quiet for 65536 packets
-// makes room); past that, the packets of a further run count as untracked
-// (in Packets only) until there is room. Add
+// time (two generators to one port) are counted apart: beside the run in
+// each flow's table entry, up to 64 (run, flow) pairs in all (a run with
+// N flows takes N; one beside that has been quiet for 65536 packets makes
+// room); past that, the packets of a further pair count as untracked (in
+// Packets only) until there is room. Add
 // allocates only when a flow number above all seen so far arrives (the
 // table grows, up to MaxFlows entries) and for each run counted beside
 // another. A Counter is not safe for concurrent use.
 type Counter struct {
-	flows     []flowState
-	side      map[runFlow]*flowState // runs counted beside the one in flows, at most maxSideRuns
+	flows []flowState
+	side  map[runFlow]*flowState // runs counted beside the one in flows, at most maxSideRuns
+	// sideBusy is a packet count up to which no run beside can have
+	// been quiet for runQuiet packets: a full side table is scanned for
+	// one only past it.
+	sideBusy  uint64
 	packets   uint64
 	untracked uint64
 	folded    FlowTotals // of runs replaced in their flow
@@ -190,16 +197,26 @@ func (c *Counter) otherRun(f *flowState, s Stamp) *flowState {
 		return f
 	}
 	if len(c.side) >= maxSideRuns {
-		// A rare scan (a new run while 64 are counted beside): a run
-		// that stopped makes room.
+		// A new run while 64 are counted beside: a run that stopped
+		// makes room. The scan finds none before sideBusy, and a scan
+		// that finds none moves sideBusy to the earliest a run beside
+		// can turn quiet, so that a stream of further runs costs one
+		// scan per runQuiet packets at most, not one per packet.
+		if c.packets <= c.sideBusy {
+			return nil
+		}
+		busy := uint64(math.MaxUint64)
 		for k, o := range c.side {
 			if c.packets-o.last > runQuiet {
 				c.fold(o)
 				delete(c.side, k)
+				busy = 0
 				break
 			}
+			busy = min(busy, o.last+runQuiet)
 		}
 		if len(c.side) >= maxSideRuns {
+			c.sideBusy = busy
 			return nil
 		}
 	}
@@ -259,5 +276,5 @@ func (c *Counter) Totals() FlowTotals {
 func (c *Counter) Reset() {
 	clear(c.flows)
 	clear(c.side)
-	c.packets, c.untracked, c.folded = 0, 0, FlowTotals{}
+	c.packets, c.untracked, c.folded, c.sideBusy = 0, 0, FlowTotals{}, 0
 }

@@ -174,7 +174,7 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 	if o.asJSON {
 		res := bench.NewJSONResult(rep)
 		res.Stopped = errors.Is(err, context.Canceled)
-		if n := sc.sig.Load(); n != 0 {
+		if n := sc.signal(); n != 0 {
 			res.Signal = signalName(syscall.Signal(n))
 		}
 		if werr == nil {

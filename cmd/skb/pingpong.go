@@ -427,7 +427,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		}
 		return fmt.Errorf("pingpong: %w", runErr)
 	}
-	if runErr == nil && r.Iters == 0 && sc.sig.Load() == 0 {
+	if runErr == nil && r.Iters == 0 && sc.signal() == 0 {
 		return noIters(o, r.Lost)
 	}
 	// A server that stops during the run refuses the requests after it
@@ -463,7 +463,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	case p.err() != nil:
 		return fmt.Errorf("pingpong: %w", p.err())
 	}
-	if r.Iters == 0 && sc.sig.Load() != 0 {
+	if r.Iters == 0 && sc.signal() != 0 {
 		fmt.Fprintln(cmd.ErrOrStderr(), "skb: pingpong: no round trip measured: the signal came during the warm-up (--warmup), whose round trips are not measured")
 	}
 	return sc.interrupted("pingpong")

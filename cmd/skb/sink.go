@@ -109,9 +109,10 @@ so it also counts what the sender stamped but could not send (pktgen's
 errors, such as a full transmit ring): lost less pktgen's errors is what the
 path lost. Each pktgen run counts as flows of its own (runs
 one after the other too): two pktgens sending to one port at once are
-counted apart, up to 65 such runs at a time (per port on the udp device,
-for all ports together on a link-layer one); the packets of more count as
-unstamped until one of them stops.
+counted apart. Beside each flow's first run, 64 more (run, flow) pairs are
+counted at a time (per port on the udp device, so 65 runs a port; for all
+ports together on a link-layer one, where a run of --flows N takes N); the
+packets of more count as unstamped until one of them stops.
 
 ` + signalHelp,
 		Args: cobra.NoArgs,

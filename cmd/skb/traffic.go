@@ -389,6 +389,21 @@ type runSignals struct {
 	context.Context
 	sig  atomic.Int32
 	stop func()
+
+	// seen is the signal as the result saw it, read once (signal), so
+	// that the result's "stopped" and the exit status agree.
+	seen    int32
+	hasSeen bool
+}
+
+// signal returns the signal that stopped the run (0: none), read once: a
+// signal that comes after the result was printed does not change what the
+// command reports. It is for the command's goroutine only.
+func (r *runSignals) signal() int32 {
+	if !r.hasSeen {
+		r.seen, r.hasSeen = r.sig.Load(), true
+	}
+	return r.seen
 }
 
 // signalContext returns a run's context; its stop, which the caller must
@@ -443,7 +458,7 @@ func startRun(f *devFlags, sc *runSignals) error {
 // exitError of 128 + the signal saying so, for the command cmd, after the
 // result it printed.
 func (r *runSignals) interrupted(cmd string) error {
-	n := r.sig.Load()
+	n := r.signal()
 	if n == 0 {
 		return nil
 	}
@@ -461,7 +476,7 @@ type stopInfo struct {
 
 // stopped returns the stopInfo of the run so far.
 func (r *runSignals) stopped() stopInfo {
-	n := r.sig.Load()
+	n := r.signal()
 	if n == 0 {
 		return stopInfo{}
 	}

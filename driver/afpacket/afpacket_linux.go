@@ -477,17 +477,25 @@ func (d *Device) FanoutGroup() uint16 { return d.group }
 // (netdev.Device). Use it from the device's goroutine only.
 func (d *Device) Cache() *pool.Cache { return d.cache }
 
-// enter registers a call of the owner goroutine; it reports false once Close
-// began.
+// enter registers a call of the owner goroutine (or of Stats); it reports
+// false once Close began.
 func (d *Device) enter() bool {
 	if d.state.Add(2)&1 != 0 {
-		d.state.Add(-2)
+		d.exit()
 		return false
 	}
 	return true
 }
 
-func (d *Device) exit() { d.state.Add(-2) }
+// exit ends what enter began; the last one out of a closed device tears it
+// down (once: Close's own wait may also find it empty), so that a Stats
+// from another goroutine that outlasts a Poll closed by its handler does
+// not leave the device up.
+func (d *Device) exit() {
+	if d.state.Add(-2) == 1 {
+		d.teardown()
+	}
+}
 
 // Stats returns a snapshot of the device's counters (netdev.Device). It reads
 // the kernel's ring drop count (PACKET_STATISTICS, rx_dropped_kernel) first.

@@ -299,7 +299,7 @@ func (c *Config) check(pageSize int) (geometry, error) {
 		return bad("block count %d", g.blockCount)
 	case g.frameSize < minFrameSize || g.frameSize%16 != 0 || g.blockSize%g.frameSize != 0:
 		return bad("frame size %d: want a multiple of 16, at least %d, dividing the block size %d", g.frameSize, minFrameSize, g.blockSize)
-	case g.blockSize > math.MaxUint32 || g.blockCount > math.MaxUint32/(g.blockSize/g.frameSize):
+	case uint64(g.blockSize) > math.MaxUint32 || uint64(g.blockCount) > math.MaxUint32/uint64(g.blockSize/g.frameSize):
 		// The kernel counts them in 32 bits (struct tpacket_req3) and
 		// refuses a ring of more frames than that (packet_set_ring).
 		return bad("%d blocks of %d frames: more than the kernel's 32-bit counts", g.blockCount, g.blockSize/g.frameSize)
