@@ -272,3 +272,78 @@ func TestWaitLinkDownThenRemoved(t *testing.T) {
 		t.Fatal("Wait(-1) had not returned 2 s after the interface was removed")
 	}
 }
+
+// TestCloseInPollWithStats closes the device from Poll's handler while
+// another goroutine calls Stats: whichever call leaves the device last
+// tears it down, so no round leaves a descriptor open (before, a Stats
+// that outlasted the Poll left the socket and the eventfd open).
+func TestCloseInPollWithStats(t *testing.T) {
+	labtest.RequireRoot(t)
+	ln, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // drain the listener
+		buf := make([]byte, 2048)
+		for {
+			if _, err := ln.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	tx, err := net.DialUDP("udp4", nil, ln.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	fds := func() int {
+		es, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(es)
+	}
+	for round := range 20 {
+		before := fds()
+		d, err := Open(Config{Ifname: "lo", BlockCount: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, statsDone := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(statsDone)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					d.Stats()
+				}
+			}
+		}()
+		closed := false
+		for deadline := time.Now().Add(2 * time.Second); !closed && time.Now().Before(deadline); {
+			tx.Write([]byte("close in poll"))
+			d.Wait(10 * time.Millisecond)
+			d.Poll(8, func(b *skb.Buff) {
+				b.Free()
+				if !closed {
+					closed = true
+					if err := d.Close(); err != nil {
+						t.Errorf("round %d: Close in the handler: %v", round, err)
+					}
+				}
+			})
+		}
+		close(stop)
+		<-statsDone
+		if !closed {
+			d.Close()
+			t.Fatalf("round %d: no frame arrived on lo in 2 s", round)
+		}
+		if after := fds(); after != before {
+			t.Fatalf("round %d: %d descriptors before Open, %d after Close in the handler", round, before, after)
+		}
+	}
+}

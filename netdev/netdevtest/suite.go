@@ -58,10 +58,11 @@ import (
 //   - closed: after Close every method (Xmit, which still frees the packet
 //     and counts it in tx_dropped_closed, Flush, Poll, Wait, a second Close)
 //     returns an error matching net.ErrClosed.
-//   - close in poll: Close called from a Poll handler returns within
-//     closeWait (it does not wait for the Poll it is called from), and that
-//     Poll hands nothing more over and returns an error matching
-//     net.ErrClosed with the count it handed over; every buffer comes back.
+//   - close in poll: Close called from a Poll handler, while another
+//     goroutine calls Stats, returns within closeWait (it does not wait for
+//     the Poll it is called from), and that Poll hands nothing more over
+//     and returns an error matching net.ErrClosed with the count it handed
+//     over; every buffer comes back.
 //   - close race: in closeRounds rounds, another goroutine closes RX after
 //     a random delay of up to 300 µs while RX's owner polls and waits with
 //     packets arriving: Poll or Wait then returns an error matching
@@ -791,6 +792,21 @@ func testCloseInPoll(t *testing.T, s *suite) {
 	if err := e.rx.Wait(deliverWait); err != nil {
 		t.Fatalf("close in poll: RX.Wait(%v) with %d packets sent: %v", deliverWait, count, err)
 	}
+	// Stats from another goroutine meanwhile (safe for concurrent use):
+	// the device must still be torn down when the last call leaves it.
+	stop := make(chan struct{})
+	statsDone := make(chan struct{})
+	go func() {
+		defer close(statsDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				e.rx.Stats()
+			}
+		}
+	}()
 	calls := 0
 	var cerr error
 	var took time.Duration
@@ -803,6 +819,8 @@ func testCloseInPoll(t *testing.T, s *suite) {
 			took = time.Since(t0)
 		}
 	})
+	close(stop)
+	<-statsDone
 	if calls != 1 || n != 1 {
 		t.Errorf("close in poll: the handler closed RX at its first packet; Poll returned %d and called it %d times, want 1 and 1", n, calls)
 	}
