@@ -210,7 +210,6 @@ func (c *Counter) otherRun(f *flowState, s Stamp) *flowState {
 			if c.packets-o.last > runQuiet {
 				c.fold(o)
 				delete(c.side, k)
-				busy = 0
 				break
 			}
 			busy = min(busy, o.last+runQuiet)

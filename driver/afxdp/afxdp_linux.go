@@ -774,9 +774,9 @@ func (d *Device) refill() {
 // dropped and counted (rx_dropped_malformed). It never blocks; it returns
 // an error matching netdev.ErrClosed after Close (with the count handed
 // over, when h or another goroutine closed the device: see Close), and,
-// every linkPolls Polls that found
-// nothing, the socket's pending error: ENETDOWN once the interface was
-// removed (a spinning receiver calls no Wait).
+// every linkPolls Polls that found nothing, the socket's pending error:
+// ENETDOWN once the interface was removed (a spinning receiver calls no
+// Wait).
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if h == nil {
 		panic("afxdp: Poll with a nil handler")
