@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/skbdev/skb/driver/memring"
+	"github.com/skbdev/skb/internal/rseq"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/traffic"
@@ -260,20 +261,21 @@ func catalog() []Experiment {
 		{
 			Name: "c-pingpong", Ref: true, refProgs: []string{"pingpong"},
 			Title:   "skb beside the C reference ping-pong on UDP loopback, 64 B",
-			Shows:   "one request in flight; blocking receive on both sides, then busy-polling on both sides (-y). The ratio is skb over C: lower is better. The Go raw variants make C's system calls from Go without skb (x/sys/unix, RawSyscall6): the floor a Go program starts from. skb's ends run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pingpong --server and skb pingpong processes, each pinned to its CPU in a session of its own, as the C programs run.",
+			Shows:   "one request in flight; blocking receive on both sides, then busy-polling on both sides (-y). The ratio is skb over C: lower is better. The Go raw variants make C's system calls from Go without skb (x/sys/unix, RawSyscall6): the floor a Go program starts from. skb's ends run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pingpong --server and skb pingpong processes, each pinned to its CPU in a session of its own, as the C programs run. glibc registers rseq(2) for every thread it starts, which costs each wake-up from a blocking receive; Go does not use it, and the skb tool, when linked against glibc, starts again without it. The row C blocking, glibc rseq off runs the C programs without it too (GLIBC_TUNABLES=glibc.pthread.rseq=0): what the registration costs C.",
 			Metrics: []Metric{mP50, mP99, mMean},
 			variants: func(e *env) []variant {
 				p50 := map[string]Target{mP50.Name: {Max: 1.05}}
 				blockIters := pingIters(e.dur, 60*time.Microsecond)
 				busyIters := pingIters(e.dur, 6*time.Microsecond)
-				c := func(iters int, busy bool) func(context.Context, *env) (sample, error) {
-					return func(ctx context.Context, e *env) (sample, error) { return cPingRun(ctx, e, iters, busy) }
+				c := func(iters int, busy bool, extra ...string) func(context.Context, *env) (sample, error) {
+					return func(ctx context.Context, e *env) (sample, error) { return cPingRun(ctx, e, iters, busy, extra) }
 				}
 				s := func(iters int, busy bool) func(context.Context, *env) (sample, error) {
 					return func(ctx context.Context, e *env) (sample, error) { return pingUDP(ctx, e, 64, iters, busy, false) }
 				}
 				v := []variant{
 					{name: "C blocking", run: c(blockIters, false)},
+					{name: "C blocking, glibc rseq off", ref: "C blocking", run: c(blockIters, false, "GLIBC_TUNABLES="+rseq.Tunable)},
 					{name: "skb blocking", ref: "C blocking", run: s(blockIters, false), targets: p50},
 					{name: "Go raw syscalls blocking", ref: "C blocking", run: func(ctx context.Context, e *env) (sample, error) {
 						return rawPingRun(ctx, e, blockIters, false)

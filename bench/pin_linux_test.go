@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +42,29 @@ func TestStartProcSession(t *testing.T) {
 	}
 	if set.Count() != 1 || !set.IsSet(0) {
 		t.Errorf("child %d may run on %d CPUs (CPU 0: %v), want CPU 0 alone", pid, set.Count(), set.IsSet(0))
+	}
+}
+
+// TestStartProcEnv checks that a program started with extra environment
+// variables sees them beside the bench's own, as the C ping-pong run with
+// glibc's rseq registration off does.
+func TestStartProcEnv(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skipf("no sh(1) to run: %v", err)
+	}
+	t.Setenv("SKB_TEST_OWN", "kept")
+	e := &env{dur: time.Second, sender: -1, receiver: 0}
+	p, err := e.startProcEnv(context.Background(), NoPin, nil, "sh", sh, []string{"SKB_TEST_EXTRA=42"},
+		"-c", `echo "$SKB_TEST_OWN $SKB_TEST_EXTRA"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.wait(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out); got != "kept 42" {
+		t.Errorf("the program saw %q; want %q", got, "kept 42")
 	}
 }

@@ -105,12 +105,21 @@ func (e *env) startC(ctx context.Context, cpu int, host *lab.Host, name string, 
 // startProc starts the program at path, called name in errors, as startC
 // starts a reference program.
 func (e *env) startProc(ctx context.Context, cpu int, host *lab.Host, name, path string, args ...string) (*cProc, error) {
+	return e.startProcEnv(ctx, cpu, host, name, path, nil, args...)
+}
+
+// startProcEnv is startProc with extra environment variables (KEY=value)
+// after the bench's own.
+func (e *env) startProcEnv(ctx context.Context, cpu int, host *lab.Host, name, path string, extra []string, args ...string) (*cProc, error) {
 	argv := pinArgv(cpu, append([]string{path}, args...))
 	var cmd *exec.Cmd
 	if host != nil {
 		cmd = host.Cmd(argv[0], argv[1:]...)
 	} else {
 		cmd = exec.Command(argv[0], argv[1:]...)
+	}
+	if extra != nil {
+		cmd.Env = append(cmd.Environ(), extra...)
 	}
 	p := &cProc{name: name, cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &p.out, &p.err
@@ -424,8 +433,9 @@ func pingProcRun(iters int, busy bool) func(context.Context, *env) (sample, erro
 
 // cPingRun runs the C pingpong server (receiver CPU) and client (sender
 // CPU) over loopback, iters round trips of 64 bytes, blocking or
-// busy-polling (-y on both sides).
-func cPingRun(ctx context.Context, e *env, iters int, busy bool) (sample, error) {
+// busy-polling (-y on both sides), with extra environment variables
+// (KEY=value) for both.
+func cPingRun(ctx context.Context, e *env, iters int, busy bool, extra []string) (sample, error) {
 	port, err := freeUDPPort()
 	if err != nil {
 		return nil, err
@@ -436,13 +446,14 @@ func cPingRun(ctx context.Context, e *env, iters int, busy bool) (sample, error)
 		sargs = append(sargs, "-y")
 		cargs = append(cargs, "-y")
 	}
-	srv, err := e.startC(ctx, e.receiver, nil, "pingpong", sargs...)
+	path := filepath.Join(e.refDir, "pingpong")
+	srv, err := e.startProcEnv(ctx, e.receiver, nil, "pingpong", path, extra, sargs...)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
 	time.Sleep(cReady)
-	cli, err := e.startC(ctx, e.sender, nil, "pingpong", cargs...)
+	cli, err := e.startProcEnv(ctx, e.sender, nil, "pingpong", path, extra, cargs...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/skbdev/skb/internal/rseq"
 )
 
 // rootCmd is the top of the command tree; each subcommand adds itself to it from
@@ -52,6 +54,10 @@ func init() {
 }
 
 func main() {
+	// Linked against glibc (built with cgo), start again without its rseq
+	// registration, which costs every wake-up of a receiver that sleeps
+	// (see internal/rseq). Should the exec fail, run on with it.
+	_ = rseq.Reexec()
 	if err := rootCmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "skb:", err)
 		os.Exit(exitCode(err))
