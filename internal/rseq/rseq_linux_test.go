@@ -1,9 +1,12 @@
 package rseq
 
 import (
+	"bytes"
+	"debug/elf"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,14 +56,38 @@ func glibcRegisters(t *testing.T) {
 // one line of output.
 func child(t *testing.T, mode string, extra []string) string {
 	t.Helper()
-	cmd := exec.Command("/proc/self/exe", "-test.run=^TestChild$", "-test.count=1")
-	cmd.Env = append(setEnv(slices.Clone(os.Environ()), childEnv, mode), extra...)
-	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
+	return childVia(t, nil, mode, extra)
+}
+
+// childVia is child with the test binary run by the program in via (its
+// argv before the binary's path), as `ld.so PROGRAM` runs it. It starts the
+// process with os.StartProcess, which passes the environment as given,
+// duplicates included (os/exec would drop all but the last).
+func childVia(t *testing.T, via []string, mode string, extra []string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := append(slices.Clone(via), exe, "-test.run=^TestChild$", "-test.count=1")
+	env := append(setEnv(slices.Clone(os.Environ()), childEnv, mode), extra...)
+	env = slices.DeleteFunc(env, func(kv string) bool {
 		return strings.HasPrefix(kv, "GLIBC_TUNABLES=") && !slices.Contains(extra, kv)
 	})
-	out, err := cmd.CombinedOutput()
+	r, w, err := os.Pipe()
 	if err != nil {
-		t.Fatalf("child %s: %v\n%s", mode, err, out)
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p, err := os.StartProcess(argv[0], argv, &os.ProcAttr{Env: env, Files: []*os.File{nil, w, w}})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	st, err := p.Wait()
+	if err != nil || !st.Success() {
+		t.Fatalf("child %s: %v %v\n%s", mode, st, err, out)
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "registered=") {
@@ -87,7 +114,11 @@ func TestChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("registered=%v tunables=%q\n", reg, os.Getenv("GLIBC_TUNABLES"))
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("registered=%v tunables=%q comm=%s\n", reg, os.Getenv("GLIBC_TUNABLES"), bytes.TrimSpace(comm))
 }
 
 // TestReexec checks the whole round on the test binary itself: TestMain's
@@ -124,18 +155,30 @@ func TestChildrenKeepGlibcDefault(t *testing.T) {
 	}
 }
 
+// comm is the test binary's process name, as a child of it has it.
+func comm(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(exe)
+	return name[:min(len(name), 15)] // TASK_COMM_LEN - 1
+}
+
 // TestReexecInChild checks Reexec in a fresh image, with GLIBC_TUNABLES
-// unset, empty and holding another tunable: the registration is off and
-// the variable as it was.
+// unset, empty and holding another tunable: the registration is off, the
+// variable as it was, and the process keeps its name.
 func TestReexecInChild(t *testing.T) {
 	glibcRegisters(t)
+	c := comm(t)
 	for _, tc := range []struct {
 		env  []string
 		want string
 	}{
-		{nil, `registered=false tunables=""`},
-		{[]string{"GLIBC_TUNABLES="}, `registered=false tunables=""`},
-		{[]string{"GLIBC_TUNABLES=glibc.malloc.check=0"}, `registered=false tunables="glibc.malloc.check=0"`},
+		{nil, `registered=false tunables="" comm=` + c},
+		{[]string{"GLIBC_TUNABLES="}, `registered=false tunables="" comm=` + c},
+		{[]string{"GLIBC_TUNABLES=glibc.malloc.check=0"}, `registered=false tunables="glibc.malloc.check=0" comm=` + c},
 	} {
 		if got := child(t, "reexec", tc.env); got != tc.want {
 			t.Errorf("env %q: child = %s; want %s", tc.env, got, tc.want)
@@ -143,14 +186,45 @@ func TestReexecInChild(t *testing.T) {
 	}
 }
 
-// TestUserChoiceKept checks that a GLIBC_TUNABLES that sets the tunable
-// already keeps Reexec from starting again: glibc.pthread.rseq=1 keeps the
-// registration.
-func TestUserChoiceKept(t *testing.T) {
+// TestReexecLeftAlone checks the cases where Reexec must not start again:
+// the user's own setting of the tunable, GLIBC_TUNABLES given twice (which
+// of the two glibc reads is its own affair), and a program run through the
+// dynamic loader, where the process's file is the loader.
+func TestReexecLeftAlone(t *testing.T) {
 	glibcRegisters(t)
+	c := comm(t)
 	got := child(t, "reexec", []string{"GLIBC_TUNABLES=glibc.pthread.rseq=1"})
-	if got != `registered=true tunables="glibc.pthread.rseq=1"` {
-		t.Errorf("child = %s; want registered, tunables kept", got)
+	if want := `registered=true tunables="glibc.pthread.rseq=1" comm=` + c; got != want {
+		t.Errorf("user's tunable: child = %s; want %s", got, want)
+	}
+	got = child(t, "reexec", []string{"GLIBC_TUNABLES=glibc.malloc.check=0", "GLIBC_TUNABLES=glibc.malloc.check=0"})
+	if !strings.HasPrefix(got, "registered=true ") {
+		t.Errorf("GLIBC_TUNABLES twice: child = %s; want registered (not started again)", got)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var loader string
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b, err := io.ReadAll(p.Open())
+			if err != nil {
+				t.Fatal(err)
+			}
+			loader = string(bytes.TrimRight(b, "\x00"))
+		}
+	}
+	if loader == "" {
+		t.Fatalf("%s has rseq registered but no PT_INTERP", exe)
+	}
+	if got := childVia(t, []string{loader}, "reexec", nil); !strings.HasPrefix(got, "registered=true ") {
+		t.Errorf("run as %s PROGRAM: child = %s; want registered (not started again)", loader, got)
 	}
 }
 
@@ -160,5 +234,12 @@ func TestSetEnv(t *testing.T) {
 	want := []string{"A=1", "B=2", "GLIBC_TUNABLES=z"}
 	if !slices.Equal(got, want) {
 		t.Errorf("setEnv = %q; want %q", got, want)
+	}
+}
+
+func TestCountEnv(t *testing.T) {
+	env := []string{"A=1", "GLIBC_TUNABLES=x", "GLIBC_TUNABLES_X=1", "GLIBC_TUNABLES=y"}
+	if n := countEnv(env, "GLIBC_TUNABLES"); n != 2 {
+		t.Errorf("countEnv = %d; want 2", n)
 	}
 }
