@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/skbdev/skb/driver/memring"
-	"github.com/skbdev/skb/internal/rseq"
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/traffic"
@@ -275,7 +274,7 @@ func catalog() []Experiment {
 				}
 				v := []variant{
 					{name: "C blocking", run: c(blockIters, false)},
-					{name: "C blocking, glibc rseq off", ref: "C blocking", run: c(blockIters, false, "GLIBC_TUNABLES="+rseq.Tunable)},
+					{name: "C blocking, glibc rseq off", ref: "C blocking", run: c(blockIters, false, rseqOffEnv())},
 					{name: "skb blocking", ref: "C blocking", run: s(blockIters, false), targets: p50},
 					{name: "Go raw syscalls blocking", ref: "C blocking", run: func(ctx context.Context, e *env) (sample, error) {
 						return rawPingRun(ctx, e, blockIters, false)

@@ -68,3 +68,16 @@ func TestStartProcEnv(t *testing.T) {
 		t.Errorf("the program saw %q; want %q", got, "kept 42")
 	}
 }
+
+// TestRseqOffEnv checks that the C row without glibc's rseq registration
+// keeps the bench's own tunables and adds the one that turns it off.
+func TestRseqOffEnv(t *testing.T) {
+	t.Setenv("GLIBC_TUNABLES", "glibc.malloc.check=0")
+	if got, want := rseqOffEnv(), "GLIBC_TUNABLES=glibc.malloc.check=0:glibc.pthread.rseq=0"; got != want {
+		t.Errorf("rseqOffEnv = %q; want %q", got, want)
+	}
+	t.Setenv("GLIBC_TUNABLES", "")
+	if got, want := rseqOffEnv(), "GLIBC_TUNABLES=glibc.pthread.rseq=0"; got != want {
+		t.Errorf("rseqOffEnv = %q; want %q", got, want)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skbdev/skb/internal/rseq"
 	"github.com/skbdev/skb/lab"
 )
 
@@ -429,6 +430,17 @@ func pingProcRun(iters int, busy bool) func(context.Context, *env) (sample, erro
 		}
 		return nil, fmt.Errorf("%w: no result object in skb pingpong's output %q", ErrNoResult, oneLine(strings.TrimSpace(out)))
 	}
+}
+
+// rseqOffEnv returns the GLIBC_TUNABLES setting that runs a program without
+// glibc's rseq registration: the bench's own tunables, if any, and
+// rseq.Tunable after them. Under a C library that registers nothing (glibc
+// before 2.35, musl) it changes nothing.
+func rseqOffEnv() string {
+	if v := os.Getenv("GLIBC_TUNABLES"); v != "" {
+		return "GLIBC_TUNABLES=" + v + ":" + rseq.Tunable
+	}
+	return "GLIBC_TUNABLES=" + rseq.Tunable
 }
 
 // cPingRun runs the C pingpong server (receiver CPU) and client (sender

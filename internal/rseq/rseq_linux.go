@@ -2,11 +2,13 @@ package rseq
 
 import (
 	"debug/elf"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
-	"unsafe"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,45 +22,63 @@ const probeLen = 32
 // with; the kernel only compares the two (x86's RSEQ_SIG).
 const probeSig = 0x53053053
 
-// probeArea holds the probe's struct rseq: a global, so that it stays
-// valid for the instant it is registered; 32-byte aligned within it.
-var probeArea [2 * probeLen]byte
-
 // rseqFlagUnregister is RSEQ_FLAG_UNREGISTER (linux/rseq.h).
 const rseqFlagUnregister = 1
 
-// Registered reports whether the calling thread has a struct rseq
+// probeMu serializes probes: they share one area.
+var probeMu sync.Mutex
+
+// Registered reports whether a thread of the program has a struct rseq
 // registered with the kernel, as glibc registers one for each thread it
-// starts. It asks by registering one of its own (rseq(2)): the kernel
-// refuses a second (EINVAL for another address, EBUSY for the same one);
-// when it accepts, nothing was, and the probe unregisters at once. It
-// reports false with no error where the kernel has no rseq(2) (ENOSYS),
-// and the errno of an unexpected answer.
+// starts. It asks on a thread of its own, which it then ends, by
+// registering a struct of its own (rseq(2)): the kernel refuses a second
+// one (EINVAL for another address, EBUSY for the same), and when it
+// accepts, nothing was registered, and the probe unregisters. It reports
+// false with no error where rseq(2) is not there or not allowed (ENOSYS,
+// or EPERM from a seccomp filter, under which glibc registers nothing
+// either), and an error wrapping the errno of any other answer. The
+// thread ends with the goroutine, so that a registration the kernel would
+// not undo dies with it. Safe for concurrent use.
 func Registered() (bool, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	p := unsafe.Pointer(&probeArea[0])
-	if off := uintptr(p) % probeLen; off != 0 {
-		p = unsafe.Add(p, probeLen-off)
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	type answer struct {
+		reg bool
+		err error
 	}
-	_, _, e := unix.RawSyscall6(unix.SYS_RSEQ, uintptr(p), probeLen, 0, probeSig, 0, 0)
-	switch e {
-	case 0:
-		_, _, e = unix.RawSyscall6(unix.SYS_RSEQ, uintptr(p), probeLen, rseqFlagUnregister, probeSig, 0, 0)
-		if e != 0 {
-			return false, e
-		}
-		return false, nil
-	case unix.ENOSYS:
-		return false, nil
-	case unix.EINVAL, unix.EBUSY, unix.EPERM:
-		return true, nil
-	}
-	return false, e
+	ch := make(chan answer, 1)
+	go func() {
+		// Not unlocked: the runtime ends the thread when the goroutine
+		// exits.
+		runtime.LockOSThread()
+		reg, err := probe()
+		ch <- answer{reg, err}
+	}()
+	a := <-ch
+	return a.reg, a.err
 }
 
-// Reexec turns glibc's rseq registration off for the program: when the
-// calling thread has one registered and GLIBC_TUNABLES does not set
+// probe registers the probe area on the calling thread and unregisters it,
+// and reads the kernel's answer as Registered says.
+func probe() (bool, error) {
+	p := probeAddr()
+	e := rseqCall(p, 0)
+	switch e {
+	case 0:
+		if e = rseqCall(p, rseqFlagUnregister); e != 0 {
+			return false, fmt.Errorf("rseq: unregister the probe: %w", e)
+		}
+		return false, nil
+	case unix.ENOSYS, unix.EPERM:
+		return false, nil
+	case unix.EINVAL, unix.EBUSY:
+		return true, nil
+	}
+	return false, fmt.Errorf("rseq: probe: %w", e)
+}
+
+// Reexec turns glibc's rseq registration off for the program: when a
+// thread has one registered and GLIBC_TUNABLES does not set
 // glibc.pthread.rseq already, it executes the program's own file again
 // with the same arguments, Tunable added to GLIBC_TUNABLES and the
 // original kept in Saved; it does not return then. In the new image
@@ -69,23 +89,28 @@ func Registered() (bool, error) {
 // environment holds GLIBC_TUNABLES more than once, when the program was
 // started through the dynamic loader (ld.so PROGRAM) or its file was
 // deleted or replaced since, and when the exec fails (its error is
-// returned, and the program runs on with the registration). The file is
-// executed by its path, not as /proc/self/exe, so that the process keeps
-// its name (comm). Call it first in main, before the program starts other
-// processes or threads of its own.
+// returned, wrapped, and the program runs on with the registration). The
+// file is executed by the path it was started by when that still names
+// it (a symlink too), else by the path /proc/self/exe resolves to, never
+// as /proc/self/exe: the process keeps its name (comm). Starting again
+// costs about 3 ms; a program that sets the tunable itself, either way,
+// saves it. Call it first in main, before the program starts other
+// processes or threads of its own; not safe for concurrent use.
 func Reexec() error {
 	if v, ok := os.LookupEnv(Saved); ok {
 		os.Unsetenv(Saved)
-		if rest, set := strings.CutPrefix(v, "+"); set {
-			os.Setenv("GLIBC_TUNABLES", rest)
-		} else {
+		switch {
+		case v == "-":
 			os.Unsetenv("GLIBC_TUNABLES")
+			return nil
+		case strings.HasPrefix(v, "+"):
+			os.Setenv("GLIBC_TUNABLES", v[1:])
+			return nil
 		}
-		return nil
+		// Not Reexec's: ignored.
 	}
-	env := os.Environ()
 	orig, set := os.LookupEnv("GLIBC_TUNABLES")
-	if set && strings.Contains(orig, tunableName+"=") || tunablesTwice() || secure() {
+	if set && setsTunable(orig) || tunablesTwice() || secure() {
 		return nil
 	}
 	if reg, err := Registered(); err != nil || !reg {
@@ -102,20 +127,35 @@ func Reexec() error {
 			tun = orig + ":" + Tunable
 		}
 	}
-	env = setEnv(env, "GLIBC_TUNABLES", tun)
+	env := setEnv(os.Environ(), "GLIBC_TUNABLES", tun)
 	env = setEnv(env, Saved, saved)
-	return syscall.Exec(path, os.Args, env)
+	if err := unix.Exec(path, os.Args, env); err != nil {
+		return fmt.Errorf("rseq: exec %s: %w", path, err)
+	}
+	return nil
+}
+
+// setsTunable reports whether the GLIBC_TUNABLES value v (colon-separated
+// name=value pairs) sets glibc.pthread.rseq.
+func setsTunable(v string) bool {
+	for _, kv := range strings.Split(v, ":") {
+		if name, _, ok := strings.Cut(kv, "="); ok && name == tunableName {
+			return true
+		}
+	}
+	return false
 }
 
 // atSecure is the auxiliary vector's AT_SECURE entry (getauxval(3)).
 const atSecure = 23
 
 // secure reports whether the program runs in secure mode (AT_SECURE
-// non-zero), where glibc ignores GLIBC_TUNABLES.
+// non-zero), where glibc ignores GLIBC_TUNABLES; true when the auxiliary
+// vector cannot be read.
 func secure() bool {
 	auxv, err := unix.Auxv()
 	if err != nil {
-		return true // unknown: do not start again for nothing
+		return true
 	}
 	for _, kv := range auxv {
 		if kv[0] == atSecure {
@@ -125,23 +165,32 @@ func secure() bool {
 	return false
 }
 
-// self returns the path of the program's own file, as /proc/self/exe
-// names it, and whether it may be executed again: it must still be the
-// file the process runs (not deleted, not replaced) and a program with a
-// dynamic loader (an ELF PT_INTERP header). Run as `ld.so PROGRAM`, the
-// process's file is the loader, which has none.
+// self returns the path to execute the program's own file by, and whether
+// it may be: the path it was started by (os.Args[0], looked up in PATH when
+// it has no slash) when that names the file the process runs, else the
+// path /proc/self/exe resolves to when that still does (not deleted, not
+// replaced); and the file must be a program with a dynamic loader (an ELF
+// PT_INTERP header). Run as `ld.so PROGRAM`, the process's file is the
+// loader, which has none.
 func self() (string, bool) {
-	path, err := os.Executable()
+	running, err := os.Stat("/proc/self/exe")
 	if err != nil {
 		return "", false
 	}
-	a, err := os.Stat(path)
-	if err != nil {
+	same := func(p string) bool {
+		fi, err := os.Stat(p)
+		return err == nil && os.SameFile(fi, running)
+	}
+	path := ""
+	if p, err := exec.LookPath(os.Args[0]); err == nil && same(p) {
+		path = p
+	} else if p, err := os.Executable(); err == nil && same(p) {
+		path = p
+	} else {
 		return "", false
 	}
-	b, err := os.Stat("/proc/self/exe")
-	if err != nil || !os.SameFile(a, b) {
-		return "", false
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	f, err := elf.Open(path)
 	if err != nil {

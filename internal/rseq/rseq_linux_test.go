@@ -20,17 +20,27 @@ import (
 // TestChild alone, and TestMain leaves Reexec to it.
 const childEnv = "RSEQ_TEST_CHILD"
 
-// before is what TestMain found: whether the thread had rseq registered
-// before Reexec, and whether this image is the one Reexec started.
+// before is what TestMain found: whether rseq was registered before
+// Reexec, whether this image is the one Reexec started, GLIBC_TUNABLES as
+// the caller of `go test` set it (orig, origSet), and as Reexec left it.
 var before struct {
 	registered, reexecuted bool
+	orig                   string
+	origSet                bool
 	tunables               string
 	tunablesSet            bool
 }
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "" {
-		_, before.reexecuted = os.LookupEnv(Saved)
+		if v, ok := os.LookupEnv(Saved); ok {
+			before.reexecuted = true
+			if rest, ok := strings.CutPrefix(v, "+"); ok {
+				before.orig, before.origSet = rest, true
+			}
+		} else {
+			before.orig, before.origSet = os.LookupEnv("GLIBC_TUNABLES")
+		}
 		before.registered, _ = Registered()
 		if err := Reexec(); err != nil {
 			fmt.Fprintln(os.Stderr, "rseq: reexec:", err)
@@ -56,24 +66,26 @@ func glibcRegisters(t *testing.T) {
 // one line of output.
 func child(t *testing.T, mode string, extra []string) string {
 	t.Helper()
-	return childVia(t, nil, mode, extra)
+	env := slices.DeleteFunc(slices.Clone(os.Environ()), func(kv string) bool {
+		return strings.HasPrefix(kv, "GLIBC_TUNABLES=")
+	})
+	return childVia(t, nil, mode, append(env, extra...))
 }
 
-// childVia is child with the test binary run by the program in via (its
-// argv before the binary's path), as `ld.so PROGRAM` runs it. It starts the
-// process with os.StartProcess, which passes the environment as given,
-// duplicates included (os/exec would drop all but the last).
-func childVia(t *testing.T, via []string, mode string, extra []string) string {
+// childVia runs TestChild in a new image of the test binary with mode
+// and the environment env (duplicates kept: os.StartProcess passes it as
+// given, where os/exec would drop all but the last), through the program
+// in via (its argv before the binary's path, as `ld.so PROGRAM` runs it),
+// and returns the child's one line of output.
+func childVia(t *testing.T, via []string, mode string, env []string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	argv := append(slices.Clone(via), exe, "-test.run=^TestChild$", "-test.count=1")
-	env := append(setEnv(slices.Clone(os.Environ()), childEnv, mode), extra...)
-	env = slices.DeleteFunc(env, func(kv string) bool {
-		return strings.HasPrefix(kv, "GLIBC_TUNABLES=") && !slices.Contains(extra, kv)
-	})
+	// The race detector's exit sleep (1 s) would slow every child.
+	env = append(slices.Clone(env), childEnv+"="+mode, "GORACE=atexit_sleep_ms=0")
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +130,8 @@ func TestChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("registered=%v tunables=%q comm=%s\n", reg, os.Getenv("GLIBC_TUNABLES"), bytes.TrimSpace(comm))
+	v, set := os.LookupEnv("GLIBC_TUNABLES")
+	fmt.Printf("registered=%v tunables=%q set=%v comm=%s\n", reg, v, set, bytes.TrimSpace(comm))
 }
 
 // TestReexec checks the whole round on the test binary itself: TestMain's
@@ -126,8 +139,8 @@ func TestChild(t *testing.T) {
 // environment back as it was.
 func TestReexec(t *testing.T) {
 	glibcRegisters(t)
-	if v, ok := os.LookupEnv("GLIBC_TUNABLES"); ok && strings.Contains(v, tunableName) {
-		t.Skipf("GLIBC_TUNABLES sets %s already: %q", tunableName, v)
+	if before.origSet && setsTunable(before.orig) {
+		t.Skipf("GLIBC_TUNABLES sets %s already: %q", tunableName, before.orig)
 	}
 	if !before.reexecuted {
 		t.Fatalf("TestMain found rseq registered=%v and did not run again", before.registered)
@@ -141,8 +154,9 @@ func TestReexec(t *testing.T) {
 	if _, ok := os.LookupEnv(Saved); ok {
 		t.Errorf("%s is still set", Saved)
 	}
-	if strings.Contains(before.tunables, Tunable) {
-		t.Errorf("GLIBC_TUNABLES = %q after Reexec: want the caller's own", before.tunables)
+	if before.tunables != before.orig || before.tunablesSet != before.origSet {
+		t.Errorf("GLIBC_TUNABLES = %q (set %v) after Reexec: want the caller's own, %q (set %v)",
+			before.tunables, before.tunablesSet, before.orig, before.origSet)
 	}
 }
 
@@ -150,8 +164,13 @@ func TestReexec(t *testing.T) {
 // gets the caller's environment, and so glibc's registration.
 func TestChildrenKeepGlibcDefault(t *testing.T) {
 	glibcRegisters(t)
-	if got := child(t, "probe", nil); !strings.HasPrefix(got, "registered=true") {
-		t.Errorf("child = %s; want registered", got)
+	if before.origSet && setsTunable(before.orig) {
+		t.Skipf("GLIBC_TUNABLES sets %s already: %q", tunableName, before.orig)
+	}
+	got := childVia(t, nil, "probe", os.Environ())
+	want := fmt.Sprintf("registered=true tunables=%q set=%v comm=%s", before.orig, before.origSet, comm(t))
+	if got != want {
+		t.Errorf("child = %s; want %s", got, want)
 	}
 }
 
@@ -176,9 +195,10 @@ func TestReexecInChild(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{nil, `registered=false tunables="" comm=` + c},
-		{[]string{"GLIBC_TUNABLES="}, `registered=false tunables="" comm=` + c},
-		{[]string{"GLIBC_TUNABLES=glibc.malloc.check=0"}, `registered=false tunables="glibc.malloc.check=0" comm=` + c},
+		{nil, `registered=false tunables="" set=false comm=` + c},
+		{[]string{"GLIBC_TUNABLES="}, `registered=false tunables="" set=true comm=` + c},
+		{[]string{"GLIBC_TUNABLES=glibc.malloc.check=0"}, `registered=false tunables="glibc.malloc.check=0" set=true comm=` + c},
+		{[]string{Saved + "=bogus"}, `registered=false tunables="" set=false comm=` + c},
 	} {
 		if got := child(t, "reexec", tc.env); got != tc.want {
 			t.Errorf("env %q: child = %s; want %s", tc.env, got, tc.want)
@@ -194,7 +214,7 @@ func TestReexecLeftAlone(t *testing.T) {
 	glibcRegisters(t)
 	c := comm(t)
 	got := child(t, "reexec", []string{"GLIBC_TUNABLES=glibc.pthread.rseq=1"})
-	if want := `registered=true tunables="glibc.pthread.rseq=1" comm=` + c; got != want {
+	if want := `registered=true tunables="glibc.pthread.rseq=1" set=true comm=` + c; got != want {
 		t.Errorf("user's tunable: child = %s; want %s", got, want)
 	}
 	got = child(t, "reexec", []string{"GLIBC_TUNABLES=glibc.malloc.check=0", "GLIBC_TUNABLES=glibc.malloc.check=0"})
@@ -223,7 +243,7 @@ func TestReexecLeftAlone(t *testing.T) {
 	if loader == "" {
 		t.Fatalf("%s has rseq registered but no PT_INTERP", exe)
 	}
-	if got := childVia(t, []string{loader}, "reexec", nil); !strings.HasPrefix(got, "registered=true ") {
+	if got := childVia(t, []string{loader}, "reexec", os.Environ()); !strings.HasPrefix(got, "registered=true ") {
 		t.Errorf("run as %s PROGRAM: child = %s; want registered (not started again)", loader, got)
 	}
 }
@@ -241,5 +261,20 @@ func TestCountEnv(t *testing.T) {
 	env := []string{"A=1", "GLIBC_TUNABLES=x", "GLIBC_TUNABLES_X=1", "GLIBC_TUNABLES=y"}
 	if n := countEnv(env, "GLIBC_TUNABLES"); n != 2 {
 		t.Errorf("countEnv = %d; want 2", n)
+	}
+}
+
+func TestSetsTunable(t *testing.T) {
+	for v, want := range map[string]bool{
+		"":                     false,
+		"glibc.pthread.rseq=0": true,
+		"glibc.malloc.check=0:glibc.pthread.rseq=1": true,
+		"glibc.pthread.rseq":                        false,
+		"x.glibc.pthread.rseq=0":                    false,
+		"glibc.pthread.rseq_x=0":                    false,
+	} {
+		if got := setsTunable(v); got != want {
+			t.Errorf("setsTunable(%q) = %v; want %v", v, got, want)
+		}
 	}
 }
