@@ -6,11 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skbdev/skb/internal/thread"
 )
 
 // probeLen is the size of the struct rseq the probe registers: the
@@ -25,13 +26,15 @@ const probeSig = 0x53053053
 // rseqFlagUnregister is RSEQ_FLAG_UNREGISTER (linux/rseq.h).
 const rseqFlagUnregister = 1
 
-// probeMu serializes probes: they share one area.
+// probeMu serializes probes: they share one area, which each probe's
+// thread has ended with before the next starts.
 var probeMu sync.Mutex
 
 // Registered reports whether a thread of the program has a struct rseq
 // registered with the kernel, as glibc registers one for each thread it
-// starts. It asks on a thread of its own, which it then ends, by
-// registering a struct of its own (rseq(2)): the kernel refuses a second
+// starts. It asks on a thread of its own, never the main thread, which
+// ends before it returns (thread.Run), by registering a struct of its own
+// (rseq(2)): the kernel refuses a second
 // one (EINVAL for another address, EBUSY for the same), and when it
 // accepts, nothing was registered, and the probe unregisters. It reports
 // false with no error where rseq(2) is not there or not allowed (ENOSYS,
@@ -42,20 +45,10 @@ var probeMu sync.Mutex
 func Registered() (bool, error) {
 	probeMu.Lock()
 	defer probeMu.Unlock()
-	type answer struct {
-		reg bool
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		// Not unlocked: the runtime ends the thread when the goroutine
-		// exits.
-		runtime.LockOSThread()
-		reg, err := probe()
-		ch <- answer{reg, err}
-	}()
-	a := <-ch
-	return a.reg, a.err
+	var reg bool
+	var err error
+	thread.Run(func() { reg, err = probe() })
+	return reg, err
 }
 
 // probe registers the probe area on the calling thread and unregisters it,
@@ -99,12 +92,12 @@ func probe() (bool, error) {
 func Reexec() error {
 	if v, ok := os.LookupEnv(Saved); ok {
 		os.Unsetenv(Saved)
-		switch {
-		case v == "-":
-			os.Unsetenv("GLIBC_TUNABLES")
-			return nil
-		case strings.HasPrefix(v, "+"):
-			os.Setenv("GLIBC_TUNABLES", v[1:])
+		if orig, set, ours := marker(v); ours {
+			if set {
+				os.Setenv("GLIBC_TUNABLES", orig)
+			} else {
+				os.Unsetenv("GLIBC_TUNABLES")
+			}
 			return nil
 		}
 		// Not Reexec's: ignored.
@@ -120,19 +113,49 @@ func Reexec() error {
 	if !ok {
 		return nil
 	}
-	saved, tun := "-", Tunable
+	saved := "-"
 	if set {
 		saved = "+" + orig
-		if orig != "" {
-			tun = orig + ":" + Tunable
-		}
 	}
-	env := setEnv(os.Environ(), "GLIBC_TUNABLES", tun)
+	env := setEnv(os.Environ(), "GLIBC_TUNABLES", withTunable(orig))
 	env = setEnv(env, Saved, saved)
-	if err := unix.Exec(path, os.Args, env); err != nil {
-		return fmt.Errorf("rseq: exec %s: %w", path, err)
+	// The runtime raised the soft limit on open files at start; exec puts
+	// it back for the new image, and a failed exec would leave it so.
+	var nofile unix.Rlimit
+	haveLimit := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil
+	err := unix.Exec(path, os.Args, env)
+	if haveLimit {
+		unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile)
 	}
-	return nil
+	return fmt.Errorf("rseq: exec %s: %w", path, err)
+}
+
+// withTunable returns the GLIBC_TUNABLES value Reexec sets for the
+// caller's value orig: orig with Tunable after it, or Tunable alone.
+func withTunable(orig string) string {
+	if orig == "" {
+		return Tunable
+	}
+	return orig + ":" + Tunable
+}
+
+// marker reads a Saved value v: the caller's GLIBC_TUNABLES (orig, and
+// whether it was set), and whether v is Reexec's own: "-" or "+" and the
+// value, with GLIBC_TUNABLES now what Reexec set for it. glibc may have
+// cut that value at a colon in place (NULs for its separators), so a
+// prefix of it that ends where a colon was counts too.
+func marker(v string) (orig string, set, ours bool) {
+	switch {
+	case v == "-":
+	case strings.HasPrefix(v, "+"):
+		orig, set = v[1:], true
+	default:
+		return "", false, false
+	}
+	want := withTunable(orig)
+	now, ok := os.LookupEnv("GLIBC_TUNABLES")
+	ours = ok && now != "" && strings.HasPrefix(want, now) && (len(now) == len(want) || want[len(now)] == ':')
+	return orig, set, ours
 }
 
 // setsTunable reports whether the GLIBC_TUNABLES value v (colon-separated
