@@ -32,16 +32,15 @@ var probeMu sync.Mutex
 
 // Registered reports whether a thread of the program has a struct rseq
 // registered with the kernel, as glibc registers one for each thread it
-// starts. It asks on a thread of its own, never the main thread, which
-// ends before it returns (thread.Run), by registering a struct of its own
-// (rseq(2)): the kernel refuses a second
-// one (EINVAL for another address, EBUSY for the same), and when it
-// accepts, nothing was registered, and the probe unregisters. It reports
-// false with no error where rseq(2) is not there or not allowed (ENOSYS,
-// or EPERM from a seccomp filter, under which glibc registers nothing
-// either), and an error wrapping the errno of any other answer. The
-// thread ends with the goroutine, so that a registration the kernel would
-// not undo dies with it. Safe for concurrent use.
+// starts. It asks by registering a struct of its own (rseq(2)): the
+// kernel refuses a second one (EINVAL for another address, EBUSY for the
+// same), and when it accepts, nothing was registered, and the probe
+// unregisters. It asks on a thread of its own, never the main thread,
+// which ends before it returns (thread.Run), so that a registration the
+// kernel would not undo dies with it. It reports false with no error
+// where rseq(2) is not there or not allowed (ENOSYS, or EPERM from a
+// seccomp filter, under which glibc registers nothing either), and an
+// error wrapping the errno of any other answer. Safe for concurrent use.
 func Registered() (bool, error) {
 	probeMu.Lock()
 	defer probeMu.Unlock()
@@ -205,12 +204,17 @@ func self() (string, bool) {
 		return err == nil && os.SameFile(fi, running)
 	}
 	path := ""
-	if p, err := exec.LookPath(os.Args[0]); err == nil && same(p) {
+	if len(os.Args) > 0 {
+		if p, err := exec.LookPath(os.Args[0]); err == nil && same(p) {
+			path = p
+		}
+	}
+	if path == "" {
+		p, err := os.Executable()
+		if err != nil || !same(p) {
+			return "", false
+		}
 		path = p
-	} else if p, err := os.Executable(); err == nil && same(p) {
-		path = p
-	} else {
-		return "", false
 	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
