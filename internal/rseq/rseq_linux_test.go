@@ -51,8 +51,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// glibcRegisters reports whether a fresh image of the test binary, with
-// GLIBC_TUNABLES as the caller has it, starts with rseq registered, and
+// glibcRegisters reports whether a fresh image of the test binary, without
+// GLIBC_TUNABLES, starts with rseq registered, and
 // skips the test when not (a static binary, an older glibc, no rseq(2)).
 func glibcRegisters(t *testing.T) {
 	t.Helper()
@@ -66,10 +66,14 @@ func glibcRegisters(t *testing.T) {
 // one line of output.
 func child(t *testing.T, mode string, extra []string) string {
 	t.Helper()
-	env := slices.DeleteFunc(slices.Clone(os.Environ()), func(kv string) bool {
+	return childVia(t, nil, mode, append(withoutTunables(), extra...))
+}
+
+// withoutTunables returns the test's environment without GLIBC_TUNABLES.
+func withoutTunables() []string {
+	return slices.DeleteFunc(slices.Clone(os.Environ()), func(kv string) bool {
 		return strings.HasPrefix(kv, "GLIBC_TUNABLES=")
 	})
-	return childVia(t, nil, mode, append(env, extra...))
 }
 
 // childVia runs TestChild in a new image of the test binary with mode
@@ -245,10 +249,7 @@ func TestReexecLeftAlone(t *testing.T) {
 	if loader == "" {
 		t.Fatalf("%s has rseq registered but no PT_INTERP", exe)
 	}
-	env := slices.DeleteFunc(slices.Clone(os.Environ()), func(kv string) bool {
-		return strings.HasPrefix(kv, "GLIBC_TUNABLES=")
-	})
-	if got := childVia(t, []string{loader}, "reexec", env); !strings.HasPrefix(got, "registered=true ") {
+	if got := childVia(t, []string{loader}, "reexec", withoutTunables()); !strings.HasPrefix(got, "registered=true ") {
 		t.Errorf("run as %s PROGRAM: child = %s; want registered (not started again)", loader, got)
 	}
 }
