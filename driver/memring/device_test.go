@@ -134,6 +134,70 @@ func TestDoorbells(t *testing.T) {
 	}
 }
 
+// TestCloneOnXmit checks the ablation switch: with CloneOnXmit every Xmit
+// takes a clone's header from the pool (what the conformance suite's "no
+// clone" rule refuses, so this configuration is not run through the suite),
+// and the packets still arrive, in order.
+func TestCloneOnXmit(t *testing.T) {
+	for _, clone := range []bool{false, true} {
+		t.Run(fmt.Sprint(clone), func(t *testing.T) {
+			a, b, p := newPair(t, memring.Config{CloneOnXmit: clone})
+			blockless := func() int64 {
+				st := p.Stats()
+				n := int64(st.Headers.Allocs)
+				for _, c := range st.Classes {
+					n -= int64(c.Allocs)
+				}
+				return n
+			}
+			const n = 40
+			before := blockless()
+			for i := range n {
+				xmit(t, a, uint32(i), 100, i < n-1)
+			}
+			want := int64(0)
+			if clone {
+				want = n
+			}
+			if d := blockless() - before; d != want {
+				t.Errorf("CloneOnXmit %v: %d packets sent took %d clone headers; want %d", clone, n, d, want)
+			}
+			if got := collect(t, b); len(got) != n || got[0] != 0 || got[n-1] != n-1 {
+				t.Errorf("received %d packets (%v), want seq 0 to %d", len(got), got, n-1)
+			}
+		})
+	}
+}
+
+// TestDoorbellCost checks that a doorbell with a cost waits at least that
+// long (a lower bound only: the machine may be slower, never faster), and
+// that a batch pays it once.
+func TestDoorbellCost(t *testing.T) {
+	const cost = 2 * time.Millisecond
+	a, b, _ := newPair(t, memring.Config{DoorbellCost: cost})
+	start := time.Now()
+	for i := range 5 {
+		xmit(t, a, uint32(i), 100, false)
+	}
+	if d := time.Since(start); d < 5*cost {
+		t.Errorf("5 doorbells with DoorbellCost %v took %v; want at least %v", cost, d, 5*cost)
+	}
+	start = time.Now()
+	for i := range 32 {
+		xmit(t, a, uint32(5+i), 100, i < 31)
+	}
+	d := time.Since(start)
+	if s := a.Stats(); s.TxDoorbells != 6 {
+		t.Errorf("5 single packets and a burst of 32: tx_doorbells %d, want 6", s.TxDoorbells)
+	}
+	if d < cost {
+		t.Errorf("a burst of 32 with one doorbell took %v; want at least its cost %v", d, cost)
+	}
+	if got := collect(t, b); len(got) != 37 {
+		t.Errorf("received %d packets, want 37", len(got))
+	}
+}
+
 // TestNoBuffer fills the receiver's ring: what does not fit is dropped and
 // counted at the receiver, what fits arrives in order.
 func TestNoBuffer(t *testing.T) {

@@ -53,7 +53,6 @@ func TestConformance(t *testing.T) {
 		cfg  memring.Config
 	}{
 		{"default", memring.Config{}},
-		{"clone-on-xmit", memring.Config{CloneOnXmit: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) { netdevtest.Run(t, factory(c.cfg)) })
 	}

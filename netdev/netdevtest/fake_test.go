@@ -27,6 +27,7 @@ type knobs struct {
 	ignoreBudget    bool // Poll hands over everything ready
 	noWake          bool // the doorbell does not wake a waiting Wait
 	badTxBytes      bool // tx_bytes counts one byte too many per doorbell
+	cloneOnXmit     bool // Xmit queues a clone of the packet and frees the packet
 }
 
 // fakeLink is one direction of a fake pair: the packets the doorbell moved,
@@ -109,6 +110,11 @@ func (f *fake) Xmit(b *skb.Buff, more bool) error {
 			f.cache.Free(b)
 			return errFakeFull
 		}
+	}
+	if f.k.cloneOnXmit {
+		c := f.cache.Clone(b)
+		f.cache.Free(b)
+		b = c
 	}
 	f.txq = append(f.txq, b)
 	if !more || f.k.eager && len(f.txq)+f.inflight == f.ring {

@@ -30,6 +30,11 @@ import (
 //     buffers handed to the handler stay the handler's: kept across later
 //     Polls they are distinct and unchanged. No double free (the debug pool
 //     panics), no leak.
+//   - no clone: Xmit and Flush of 32 packets built beforehand take no
+//     buffer header from the pool without a block of its own (a clone,
+//     skb_clone): the device transmits the caller's buffer, or copies it,
+//     and never clones it per send (pool.Stats: header allocations beyond
+//     the classes' block allocations).
 //   - doorbell: more=false rings one doorbell per packet (tx_doorbells);
 //     bursts with more=true and Flush ring one per burst (up to one more per
 //     ring's worth); Xmit with more=true past a full ring rings by itself and
@@ -92,6 +97,7 @@ func RunPool(t *testing.T, pc pool.Config, f Factory) {
 	s := &suite{f: f, pc: pc}
 	t.Run("ordering", func(t *testing.T) { testOrdering(t, s) })
 	t.Run("ownership", func(t *testing.T) { testOwnership(t, s) })
+	t.Run("no clone", func(t *testing.T) { testNoClone(t, s) })
 	t.Run("doorbell", func(t *testing.T) { testDoorbell(t, s) })
 	t.Run("backpressure", func(t *testing.T) { testBackpressure(t, s) })
 	t.Run("stats", func(t *testing.T) { testStats(t, s) })
@@ -218,6 +224,40 @@ func testOwnership(t *testing.T, s *suite) {
 			c.Free(r.buf)
 		}
 	}
+}
+
+// blockless returns the buffer headers the pool has handed out without a
+// block of their own: clones (and buffers built on page frags).
+func blockless(st pool.Stats) int64 {
+	n := int64(st.Headers.Allocs)
+	for _, c := range st.Classes {
+		n -= int64(c.Allocs)
+	}
+	return n
+}
+
+func testNoClone(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
+	const n = 32
+	pl := e.small(0)
+	bufs := make([]*skb.Buff, n)
+	for i := range bufs {
+		bufs[i] = e.build(uint32(i), pl)
+	}
+	before := blockless(e.p.Stats())
+	for i, b := range bufs {
+		if err := e.tx.Xmit(b, i < n-1); err != nil {
+			t.Fatalf("Xmit(seq %d, more=%v): %v", i, i < n-1, err)
+		}
+	}
+	if err := e.tx.Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if d := blockless(e.p.Stats()) - before; d != 0 {
+		t.Errorf("no clone: Xmit and Flush of %d packets took %d buffer headers without a block from the pool (clones, skb_clone); want 0: the device transmits the caller's buffer", n, d)
+	}
+	recs := e.pollSync(n, n, false)
+	e.checkDelivery(fmt.Sprintf("no clone: %d packets of %d bytes of payload", n, pl), recs, delivery{sent: n})
 }
 
 func testDoorbell(t *testing.T, s *suite) {
