@@ -774,9 +774,7 @@ func TestProcs(t *testing.T) {
 func TestFreshNSDir(t *testing.T) {
 	labtest.RequireRoot(t)
 	if os.Getenv("SKB_FRESH_NSDIR") == "" {
-		if _, err := exec.LookPath("unshare"); err != nil {
-			t.Skipf("unshare(1) not found: %v", err)
-		}
+		labtest.RequireTool(t, "unshare", "util-linux")
 		cmd := exec.Command("unshare", "--mount", "--propagation", "private", os.Args[0], "-test.run", "^TestFreshNSDir$", "-test.v")
 		cmd.Env = append(os.Environ(), "SKB_FRESH_NSDIR=1")
 		out, err := cmd.CombinedOutput()

@@ -475,8 +475,8 @@ func testKernelDrops(t *testing.T, busy time.Duration) {
 		}
 	}
 	got := len(collect(t, rx, n, 100*time.Millisecond))
-	// The drop count rides on the next datagram queued after the drops:
-	// send markers until one gets through.
+	// Send markers until one gets through: the queue has room again, and
+	// every datagram sent before it has been queued or dropped.
 	markers := 0
 	for arrived := false; !arrived && markers < 20; {
 		if err := tx.Xmit(fill(t, tx, uint32(n+markers), 200), false); err != nil {

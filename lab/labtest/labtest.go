@@ -25,8 +25,10 @@ import (
 // set it; privileged tests then fail instead of skipping.
 func InCI() bool { return os.Getenv("CI") == "true" }
 
-// skipOrFail skips tb with reason, or fails it when InCI.
-func skipOrFail(tb testing.TB, reason string) {
+// SkipOrFail skips tb with reason, or fails it when InCI: for a test that
+// needs something of the machine (a kernel feature, a program) that CI's
+// machine is known to have.
+func SkipOrFail(tb testing.TB, reason string) {
 	tb.Helper()
 	if InCI() {
 		tb.Fatalf("%s (CI=true: failing instead of skipping)", reason)
@@ -45,7 +47,7 @@ func RequireRoot(tb testing.TB) {
 	case errors.Is(err, errors.ErrUnsupported):
 		tb.Skip(err.Error())
 	default:
-		skipOrFail(tb, err.Error())
+		SkipOrFail(tb, err.Error())
 	}
 }
 
@@ -54,7 +56,7 @@ func RequireRoot(tb testing.TB) {
 func RequireTool(tb testing.TB, prog, pkg string) {
 	tb.Helper()
 	if _, err := exec.LookPath(prog); err != nil {
-		skipOrFail(tb, "needs "+prog+" in PATH (Debian package "+pkg+"): "+err.Error())
+		SkipOrFail(tb, "needs "+prog+" in PATH (Debian package "+pkg+"): "+err.Error())
 	}
 }
 
