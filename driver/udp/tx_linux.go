@@ -130,6 +130,7 @@ var (
 	errCloseClosed  = fmt.Errorf("udp: close: %w", ErrClosed)
 	errSetDstClosed = fmt.Errorf("udp: set destination: %w", ErrClosed)
 	errWaitClosed   = fmt.Errorf("udp: wait: %w", ErrClosed)
+	errSendClosed   = fmt.Errorf("udp: sendmmsg: %w", ErrClosed)
 	errNilBuff      = errors.New("udp: Xmit of a nil *skb.Buff")
 )
 
@@ -201,6 +202,8 @@ func (e opError) Unwrap() error { return e.err }
 // errors.ErrUnsupported for a GSO super-packet of another type than
 // skb.GSOUDPL4 (tx_dropped_error, each of its segments),
 // ErrNoDestination, ErrClosed (after Close: b freed and counted in
+// tx_dropped_closed; also from a doorbell that Close, called from another
+// goroutine, shut the socket down under, its unsent datagrams counted in
 // tx_dropped_closed), or the doorbell's error
 // (prefixed "udp: sendmmsg: ", the errno kept): the datagrams it could not
 // send were dropped and counted in tx_dropped_<reason>. An error rings the
@@ -466,6 +469,11 @@ func (d *Device) sentOne(b *skb.Buff, name []byte, e unix.Errno) error {
 		d.ctr.TxDoorbell(1, n)
 		return nil
 	}
+	if d.closing() {
+		// Shut down under this send by Close from another goroutine.
+		d.ctr.TxDrop(netdev.DropClosed, 1)
+		return errSendClosed
+	}
 	r := netdev.DropError
 	switch err {
 	case unix.EMSGSIZE:
@@ -639,6 +647,16 @@ func (d *Device) doorbell() error {
 			switch {
 			case err == unix.EINTR:
 				continue
+			case d.closing():
+				// Close from another goroutine shut the socket down
+				// under this send (EPIPE): what is left is dropped as
+				// closed, and the error says so.
+				d.ctr.TxDrop(netdev.DropClosed, d.segsFrom(txPos{int(msg.pkt), int(msg.off)}))
+				if first == nil {
+					first = errSendClosed
+				}
+				pos = txPos{t.n, 0}
+				break send
 			case msg.gso && msg.from && err == unix.EINVAL:
 				// The source or the segmentation (SO_NO_CHECK set
 				// through Fd, say): send the same datagrams plainly,

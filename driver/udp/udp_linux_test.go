@@ -807,6 +807,66 @@ func TestCloseWakesWait(t *testing.T) {
 	}
 }
 
+// TestCloseUnderXmit closes a sending device from another goroutine while
+// its owner rings doorbells: a send that Close's shutdown cut short returns
+// an error matching ErrClosed (not EPIPE) and counts its datagrams in
+// tx_dropped_closed, never tx_dropped_error. The owner's buffers come from
+// a cache of its own, taken before the run: a Cache used outside the
+// device's methods must not race with Close (netdev.Device.Cache).
+func TestCloseUnderXmit(t *testing.T) {
+	for _, burst := range []int{1, 16} {
+		t.Run(fmt.Sprint(burst), func(t *testing.T) {
+			for round := range 20 {
+				p, err := pool.New(pool.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tx, _ := pair(t, lo4, Config{Config: netdev.Config{Pool: p}}, Config{RcvBuf: 1 << 20})
+				const n = 4000
+				c := p.NewCache()
+				bufs := make([]*skb.Buff, n)
+				for i := range bufs {
+					b, err := c.Alloc(64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b.Put(64)
+					bufs[i] = b
+				}
+				delay := time.Duration(round%5) * 100 * time.Microsecond
+				closed := make(chan struct{})
+				go func() { time.Sleep(delay); tx.Close(); close(closed) }()
+				var bad error
+				i := 0
+				for ; i < n; i++ {
+					err := tx.Xmit(bufs[i], i%burst != burst-1)
+					bufs[i] = nil
+					if err == nil {
+						continue
+					}
+					if !errors.Is(err, ErrClosed) {
+						bad = err
+					}
+					break
+				}
+				for _, b := range bufs[min(i+1, n):] {
+					c.Free(b)
+				}
+				<-closed
+				c.Close()
+				st := tx.Stats()
+				if bad != nil || st.TxDropped[netdev.DropError] != 0 {
+					t.Fatalf("round %d: Xmit under Close returned %v; tx_dropped_error %d; want errors matching ErrClosed, drops counted as closed (%v)",
+						round, bad, st.TxDropped[netdev.DropError], st)
+				}
+				if err := p.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // TestClosed checks what every method does after Close, and that Close
 // frees what was queued and posted.
 func TestClosed(t *testing.T) {
