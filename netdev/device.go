@@ -61,7 +61,14 @@ type Device interface {
 	// Cache returns the pool cache the device allocates receive buffers
 	// from. Callers on the device's goroutine may allocate transmit buffers
 	// from it and free received buffers into it. Close closes it: buffers
-	// freed into it afterwards go straight to the pool.
+	// freed into it afterwards go straight to the pool. Like every Cache it
+	// is for one goroutine at a time, and Close, which closes it, counts as
+	// a use: a Close from another goroutine must not race with the owner
+	// using the Cache outside the device's methods (allocating the next
+	// packet to send, freeing one it kept). To stop an owner that does,
+	// stop it first (a context or a flag it checks), then Close; the
+	// device's own methods are safe to race with Close, and return
+	// ErrClosed.
 	Cache() *pool.Cache
 
 	// Stats returns a snapshot of the device's counters. Safe for concurrent
@@ -74,7 +81,9 @@ type Device interface {
 	// owner is inside Poll or Wait, it wakes the owner, and the buffers are
 	// freed as that call returns. Called while Poll runs, from its handler
 	// or from another goroutine, it does not wait for Poll to return (the
-	// handler may be the caller). Later calls return ErrClosed.
+	// handler may be the caller). Later calls return ErrClosed. It closes
+	// the Cache: see Cache for the one use of it that must not race with
+	// Close.
 	Close() error
 }
 

@@ -544,7 +544,9 @@ func (d *Device) kernelStats() {
 // queued (counted tx_dropped_closed), unmaps the rings, closes the socket and
 // the cache, and closes the pool when the device made it (an error wrapping
 // pool.ErrLeak then means received buffers were not freed). Safe for
-// concurrent use; later calls return an error matching net.ErrClosed.
+// concurrent use; later calls return an error matching net.ErrClosed. It
+// must not race with the owner using the Cache outside the device's methods
+// (netdev.Device.Cache): stop such an owner first.
 //
 // Called while Poll runs (from its handler, or from another goroutine) it
 // does not wait: Poll hands nothing more over and returns an error matching

@@ -1117,7 +1117,9 @@ func (d *Device) xdpStats() (XDPStats, error) {
 // still holds buffers from it. Safe for concurrent use: it wakes a Wait in
 // progress and, when another goroutine is inside a method, the teardown
 // happens as that method returns (Close waits up to a second for it). Later
-// calls return netdev.ErrClosed.
+// calls return netdev.ErrClosed. It must not race with the owner using the
+// Cache outside the device's methods (netdev.Device.Cache): stop such an
+// owner first.
 //
 // Called while Poll runs (from its handler, or from another goroutine) it
 // does not wait: Poll hands nothing more over, counts the frames it had

@@ -519,7 +519,10 @@ func (d *Device) Stats() netdev.Stats {
 // the peer's doorbell from filling the ring (what the peer sends afterwards
 // counts in rx_dropped_closed too) and closes the Cache. Safe for concurrent
 // use: called from another goroutine while the owner is inside a call, it
-// returns at once and the owner frees the buffers as that call returns.
+// returns at once and the owner frees the buffers as that call returns;
+// called while the owner is between calls, it frees them itself, into the
+// Cache, so it must not race with the owner using the Cache outside the
+// device's methods (netdev.Device.Cache): stop such an owner first.
 // Closing the second device of a pair closes the pool NewPair made, and
 // returns its error (wrapping pool.ErrLeak when buffers are still held). A
 // second Close returns an error wrapping netdev.ErrClosed.

@@ -453,7 +453,8 @@ func (d *Device) closing() bool { return d.state.Load()&closedBit != 0 }
 // When Close is called while Poll is running (from the handler, or from
 // another goroutine) it does not wait: the buffers are released when Poll
 // returns. Close from another goroutine must not race with the device's
-// goroutine using the Cache outside the device's methods. A pool the device
+// goroutine using the Cache outside the device's methods
+// (netdev.Device.Cache): stop such an owner first. A pool the device
 // made reports buffers the caller still holds: Close then returns an error
 // wrapping pool.ErrLeak, and leaves the pool mapped. Buffers still held after
 // Close are freed with their own Free method, not into the closed Cache.
