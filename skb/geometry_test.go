@@ -120,6 +120,18 @@ func TestMisusePanics(t *testing.T) {
 			b.AddRxFrag(p, off, 10)
 			b.Put(1)
 		}, []string{"put 1 on a nonlinear buffer"}},
+		{"pull past linear", func(b *skb.Buff) {
+			p, off, _ := c.AllocFrag(10)
+			b.Put(4)
+			b.AddRxFrag(p, off, 10)
+			b.Pull(6)
+		}, []string{"pull 6 past the linear data (4 bytes; PskbMayPull first)", "len 14 data_len 10"}},
+		{"pull past nonlinear end", func(b *skb.Buff) {
+			p, off, _ := c.AllocFrag(10)
+			b.Put(4)
+			b.AddRxFrag(p, off, 10)
+			b.Pull(15)
+		}, []string{"pull 15 past the end", "len 14"}},
 		{"trim nonlinear", func(b *skb.Buff) {
 			p, off, _ := c.AllocFrag(10)
 			b.AddRxFrag(p, off, 10)
@@ -465,4 +477,58 @@ func TestNilArguments(t *testing.T) {
 	mustPanic(t, func() { a.AddRxFrag(nil, 0, 10) }, "nil page")
 	c.Free(k)
 	c.Free(a)
+}
+
+// TestCopyNonlinearInLargeBlock copies and unshares a nonlinear packet whose
+// linear part sits in the largest class (3000 bytes of it, in a 68 KiB
+// block) with a 1000-byte page frag: the copy keeps the headroom and the
+// tailroom Tailroom reports (none, for a nonlinear buffer), so it fits a
+// block, where keeping the old block's slack as well would need one larger
+// than any.
+func TestCopyNonlinearInLargeBlock(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	build := func() *skb.Buff {
+		b, err := c.Alloc(3000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := 0, b.Put(3000); i < len(p); i++ {
+			p[i] = byte(i)
+		}
+		pg, off, err := c.AllocFrag(1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 1000 {
+			pg.Bytes()[off+i] = byte(3000 + i)
+		}
+		b.AddRxFrag(pg, off, 1000)
+		return b
+	}
+	check := func(what string, n *skb.Buff, hr int) {
+		t.Helper()
+		if n.IsNonlinear() || n.Len() != 4000 || n.Headroom() != hr {
+			t.Fatalf("%s: nonlinear %v len %d headroom %d; want linear, 4000, %d", what, n.IsNonlinear(), n.Len(), n.Headroom(), hr)
+		}
+		for i, v := range n.Data() {
+			if v != byte(i) {
+				t.Fatalf("%s: byte %d is %d, want %d", what, i, v, byte(i))
+			}
+		}
+	}
+	b := build()
+	hr := b.Headroom()
+	n, err := b.Copy(c)
+	if err != nil {
+		t.Fatalf("Copy of a 4000-byte packet (3000 linear in a %d-byte block, 1000 in a frag): %v", b.End(), err)
+	}
+	check("Copy", n, hr)
+	c.Free(n)
+	cl := c.Clone(b)
+	if err := cl.Unshare(c); err != nil {
+		t.Fatalf("Unshare of a clone of that packet: %v", err)
+	}
+	check("Unshare", cl, hr)
+	c.Free(cl)
+	c.Free(b)
 }

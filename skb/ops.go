@@ -81,14 +81,18 @@ func (b *Buff) CloneInto(n *Buff) {
 	n.state = stateCloned
 }
 
-// Copy returns a private, linear copy of b: the same headroom and tailroom, the
-// headroom bytes too, all data in the linear part, and b's metadata (skb_copy).
-// The caller keeps ownership of b, owns the returned buffer and must Free it or
-// pass it on to a function that takes ownership. Copy returns the allocator's
-// error (ErrTooBig when no block is large enough); nothing is allocated then.
+// Copy returns a private, linear copy of b: the same headroom and tailroom
+// (Tailroom: none for a nonlinear b, whose bytes past its linear data are its
+// frags'), the headroom bytes too, all data in the linear part, and b's
+// metadata (skb_copy, which keeps the old block's size for a nonlinear skb
+// too; here a nonlinear packet of a few KiB in a large block would then need
+// a block larger than any). The caller keeps ownership of b, owns the
+// returned buffer and must Free it or pass it on to a function that takes
+// ownership. Copy returns the allocator's error (ErrTooBig when no block is
+// large enough); nothing is allocated then.
 func (b *Buff) Copy(a Allocator) (*Buff, error) {
 	b.checkLive()
-	return b.CopyExpand(a, b.Headroom(), int(b.end-b.tail))
+	return b.CopyExpand(a, b.Headroom(), b.Tailroom())
 }
 
 // CopyExpand is Copy into a buffer with the given headroom and tailroom
@@ -172,14 +176,16 @@ func (b *Buff) PskbCopy(a Allocator) (*Buff, error) {
 // Unshare gives b a private, linear copy of its data when the data is shared
 // (skb_unshare); it does nothing otherwise. Unlike the kernel's, it keeps b
 // itself: the caller's pointer stays valid and b keeps its metadata, headroom
-// and tailroom. On error b is unchanged and still the caller's. Unshare does
-// not take ownership of b.
+// and tailroom (Tailroom, as Copy: none when b is nonlinear). On error
+// (ErrTooBig when no block holds headroom, Len and tailroom; the allocator's
+// exhaustion error) b is unchanged and still the caller's. Unshare does not
+// take ownership of b.
 func (b *Buff) Unshare(a Allocator) error {
 	b.checkLive()
 	if !b.Cloned() {
 		return nil
 	}
-	return b.relinearize(a, int(b.data), int(b.end-b.tail))
+	return b.relinearize(a, int(b.data), b.Tailroom())
 }
 
 // relinearize moves all of b's data into a new private linear block with the
