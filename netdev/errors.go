@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+
+	"github.com/skbdev/skb/skb"
 )
 
 var (
@@ -73,3 +75,22 @@ type configError struct{ driver, err error }
 
 func (e configError) Error() string   { return e.err.Error() }
 func (e configError) Unwrap() []error { return []error{e.driver, e.err} }
+
+// BadXmit panics with the message for driver's Xmit (or XmitTo) given b
+// when b is nil or already freed (skb.Buff.IsLive): the caller's bug, caught
+// before the buffer is queued, where a freed one would be freed again at the
+// doorbell, a double free found only there and with the driver's queue
+// half-built. A driver calls it as
+//
+//	if b == nil || !b.IsLive() {
+//		netdev.BadXmit("memring", b)
+//	}
+//
+// which costs one load of the header the driver reads next anyway. It
+// never returns.
+func BadXmit(driver string, b *skb.Buff) {
+	if b == nil {
+		panic(driver + ": Xmit of a nil *skb.Buff")
+	}
+	panic(fmt.Sprintf("%s: Xmit of a freed *skb.Buff %p (the caller gave up ownership when it freed it, or when it passed it to Xmit before)", driver, b))
+}

@@ -42,8 +42,8 @@ import (
 // and counted in tx_dropped); net.ErrClosed after Close (b freed and
 // counted in tx_dropped_closed).
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
-	if b == nil {
-		panic("afpacket: Xmit of a nil *skb.Buff")
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("afpacket", b)
 	}
 	if !d.enter() {
 		b.Free()

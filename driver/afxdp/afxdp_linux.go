@@ -516,8 +516,8 @@ func (d *Device) TxAvail() int {
 // an error matching netdev.ErrClosed after Close (b freed and counted in
 // tx_dropped_closed), or the doorbell's error.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
-	if b == nil {
-		panic("afxdp: Xmit of a nil *skb.Buff")
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("afxdp", b)
 	}
 	if !d.enter() {
 		b.Free()

@@ -260,8 +260,8 @@ func (d *Device) exit() {
 // ringing the doorbell for the packets queued before it), or wrapping
 // netdev.ErrClosed after Close. It allocates nothing.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
-	if b == nil {
-		panic("memring: Xmit of a nil *skb.Buff")
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("memring", b)
 	}
 	if !d.enter() {
 		b.Free()

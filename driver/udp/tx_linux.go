@@ -131,7 +131,6 @@ var (
 	errSetDstClosed = fmt.Errorf("udp: set destination: %w", ErrClosed)
 	errWaitClosed   = fmt.Errorf("udp: wait: %w", ErrClosed)
 	errSendClosed   = fmt.Errorf("udp: sendmmsg: %w", ErrClosed)
-	errNilBuff      = errors.New("udp: Xmit of a nil *skb.Buff")
 )
 
 // Why an address is no destination (badDst).
@@ -217,8 +216,8 @@ func (e opError) Unwrap() error { return e.err }
 // is dropped and counted in tx_dropped_error, and the next doorbell sends
 // again.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
-	if b == nil {
-		panic(errNilBuff)
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("udp", b)
 	}
 	if !d.enter() {
 		b.Free()
@@ -245,8 +244,8 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // takes ownership of b, also when it returns an error. It allocates
 // nothing.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
-	if b == nil {
-		panic(errNilBuff)
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("udp", b)
 	}
 	if !d.enter() {
 		b.Free()
@@ -304,8 +303,8 @@ func (d *Device) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more 
 	}
 	// XmitTo's checks, repeated rather than shared: XmitTo makes its lone
 	// sendto from its own frame, with no call of a shared body around it.
-	if b == nil {
-		panic(errNilBuff)
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("udp", b)
 	}
 	if !d.enter() {
 		b.Free()

@@ -82,8 +82,8 @@ var (
 )
 
 func (f *fake) Xmit(b *skb.Buff, more bool) error {
-	if b == nil {
-		panic("fake: Xmit of a nil *skb.Buff")
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("fake", b)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -55,7 +55,9 @@ import (
 //     the suite with -race).
 //   - poll: Poll(0) and Poll(-1) hand nothing over and Poll(budget) never
 //     more than budget; Poll with a nil handler and Xmit of a nil buffer
-//     panic with the driver's message (not a runtime error), taking nothing; Wait returns nil when packets wait and wakes as one arrives, an
+//     panic with the driver's message (not a runtime error), taking nothing,
+//     and so does Xmit of a freed buffer (netdev.BadXmit); Wait returns nil
+//     when packets wait and wakes as one arrives, an
 //     error matching ErrTimeout (os.ErrDeadlineExceeded) after its timeout
 //     when none does (the fastest of five Waits of 2 ms within 3 ms of it,
 //     not rounded up to the kernel's tick), and one matching net.ErrClosed
@@ -723,6 +725,12 @@ func testPoll(t *testing.T, s *suite) {
 	}
 	if msg := panicOf(func() { e.tx.Xmit(nil, false) }); msg == "" || !strings.Contains(msg, "nil") || strings.Contains(msg, "runtime error") {
 		t.Errorf("poll: Xmit(nil) gave panic %q; want a panic with the driver's message naming the nil buffer", msg)
+	}
+	freed := e.alloc(4)
+	freed.Put(4)
+	e.tx.Cache().Free(freed)
+	if msg := panicOf(func() { e.tx.Xmit(freed, true) }); !strings.Contains(msg, "Xmit of a freed") {
+		t.Errorf("poll: Xmit of a freed buffer gave panic %q; want a panic with the driver's message naming the freed buffer (netdev.BadXmit), before the buffer is queued", msg)
 	}
 	if err := e.rx.Wait(deliverWait); err != nil {
 		t.Errorf("poll: Wait with packets still waiting returned %v; want nil", err)
