@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,11 +74,14 @@ answers each datagram with an ICMP port unreachable. The kernel then fails
 a later send on the connected socket with ECONNREFUSED, counted in errors:
 every other datagram at --burst 1, far fewer within batches, where the
 kernel reports the refusal only to a batch's first message and sends the
-rest one per call. With several flows the unconnected socket cannot report
-it at all. Either way pktgen counts the ICMP destination-unreachable
-messages the kernel receives during the run (in this network namespace; one
-per datagram over loopback, fewer from a host that rate-limits them), prints
-them as icmp_unreachable, and warns on stderr when there are any. --burst N
+rest one per call. pktgen then prints its result and exits 1 with one error
+line saying the destination refused the datagrams. With several flows the
+unconnected socket cannot report it at all. Either way pktgen counts the
+ICMP destination-unreachable messages the kernel receives during the run
+(in this network namespace, from any program in it; one per datagram over
+loopback, fewer from a host that rate-limits them), prints them as
+icmp_unreachable, and, without the refusal, warns on stderr when there are
+any. --burst N
 rings the doorbell once per N packets (xmit_more); on the udp device a
 doorbell, one sendmmsg, takes at most 1024 (the kernel's UIO_MAXIOV), so a
 larger burst rings once per 1024. --gso sends each burst as one UDP GSO
@@ -380,16 +384,35 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		// under an AF_XDP queue) keeps what it had queued until Close.
 		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d of the %d packets queued were neither sent nor counted as errors: still in the device when the run ended\n", r.Queued-done, r.Queued)
 	}
-	if runErr == nil && r.Packets > 0 && r.FirstErr != nil {
+	// The connected socket's refusals (ECONNREFUSED, from the ICMP port
+	// unreachable its earlier datagrams met) say for sure that the
+	// destination turned datagrams away: that is the run's error, in one
+	// line. The namespace's ICMP counter (several flows, no connected
+	// socket to tell) counts other programs' messages too: a warning.
+	refused := runErr == nil && r.Packets > 0 && errors.Is(r.FirstErr, syscall.ECONNREFUSED)
+	if runErr == nil && r.Packets > 0 && r.FirstErr != nil && !refused {
 		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d packets not sent; the first error: %v\n", r.Errors, r.FirstErr)
 	}
-	if icmp > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable messages came back during the run: is the destination up, and does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",
+	if icmp > 0 && !refused {
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable messages reached this network namespace during the run (any program's, not only pktgen's): is the destination up, and does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",
 			icmp, dst.Port(), int(dst.Port())+o.flows-1)
+	}
+	var refusal string
+	if refused {
+		refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable; %d of %d sends failed with %v): does a sink listen there, for the whole run? The result above is what was sent",
+			dst, r.Errors, r.Packets+r.Errors, syscall.ECONNREFUSED)
+		if sc.signal() != 0 {
+			// The signal is the run's end, said last: the refusal
+			// is a warning before it.
+			fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %s\n", refusal)
+			refused = false
+		}
 	}
 	switch {
 	case runErr != nil:
 		return fmt.Errorf("pktgen: %w", runErr)
+	case refused:
+		return errors.New("pktgen: " + refusal)
 	case r.Packets == 0 && r.FirstErr != nil:
 		return fmt.Errorf("pktgen: no packet sent: %w", r.FirstErr)
 	case p.err() != nil:
