@@ -471,6 +471,11 @@ func (x Experiment) describe(s sample) string {
 	var parts []string
 	for _, m := range x.Metrics {
 		if v, ok := s[m.Name]; ok {
+			if m.Name == m.Unit {
+				// "allocs/pkt 0.0000", not "allocs/pkt 0.0000 allocs/pkt".
+				parts = append(parts, m.Name+" "+strings.TrimSuffix(FormatValue(v, m.Unit), " "+m.Unit))
+				continue
+			}
 			parts = append(parts, fmt.Sprintf("%s %s", m.Name, FormatValue(v, m.Unit)))
 		}
 	}

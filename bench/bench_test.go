@@ -327,6 +327,8 @@ func TestWriteTable(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		"machine: 2 x AMD EPYC, Linux 6.18, go1.26, load 0.1 0.2 0.3, CPUs busy before the start 3%",
+		"reading it: higher is better for rates (pps, Mbit/s), lower for times",
+		"~ marks a ratio whose runs' range overlaps the reference's",
 		"EXPERIMENT  VARIANT  METRIC  MEDIAN",
 		"# fake (seed 002): a fake",
 		"fake        a        pps     100 pps",
@@ -560,5 +562,15 @@ func TestRunCancelled(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("a cancelled run took %v", d)
+	}
+}
+
+// TestDescribe checks a progress line's figures: each metric's name, then
+// its value with its unit, the unit once when it is the metric's name.
+func TestDescribe(t *testing.T) {
+	x := Experiment{Metrics: []Metric{{Name: "rx pps", Unit: "pps"}, {Name: "allocs/pkt", Unit: "allocs/pkt"}, {Name: "absent", Unit: "ns"}}}
+	got := x.describe(sample{"rx pps": 1500, "allocs/pkt": 0})
+	if want := "rx pps 1.5 kpps, allocs/pkt 0.0000"; got != want {
+		t.Errorf("describe = %q, want %q", got, want)
 	}
 }
