@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,19 @@ func exitCode(err error) int {
 }
 
 func init() {
+	rootCmd.Version = version()
+	rootCmd.SetVersionTemplate("skb {{.Version}}\n")
+	rootCmd.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := rootCmd.Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return fmt.Errorf("help: no command %q: `skb help` lists them", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	})
 	// A bad flag names its command, as the commands' own errors do
 	// ("skb: pktgen: unknown flag: --bogus").
 	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -51,6 +65,37 @@ func init() {
 		}
 		return fmt.Errorf("%s: %w", strings.TrimPrefix(c.CommandPath(), rootCmd.Name()+" "), err)
 	})
+}
+
+// version returns what `skb --version` prints after the name: the module's
+// version (or "(devel)" when built from a checkout), the VCS revision and
+// whether the tree was modified, when the build recorded them (go build in
+// a git checkout does; go run does not), and the Go version.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown build)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" {
+		v += " " + rev[:min(12, len(rev))]
+		if modified == "true" {
+			v += "+modified"
+		}
+	}
+	return v + " " + bi.GoVersion
 }
 
 func main() {
