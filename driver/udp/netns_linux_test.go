@@ -5,6 +5,7 @@ package udp
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -108,6 +109,45 @@ func TestGSOFallbackEMSGSIZE(t *testing.T) {
 	if tx.GSO() || st.GSOFallback[netdev.FallbackEMSGSIZE] != 1 || st.TxPackets != 10 || st.TxDroppedTotal() != 0 {
 		t.Errorf("GSO %v, counters %+v", tx.GSO(), st)
 	}
+}
+
+// TestGSONoChecksumOffload sends GSO batches out of a veth whose transmit
+// checksumming is off (ethtool -K tx off, in a namespace of the test's
+// own). Kernels before udp_send_skb learned to checksum GSO segments in
+// software refuse such a UDP_SEGMENT send with EIO: the driver then turns
+// GSO off, counts gso_fallback_eio and sends the same datagrams plainly
+// (the branch the EINVAL and EMSGSIZE tests take). Newer kernels, 6.18
+// among them, send it, and GSO stays on. Either way all 20 datagrams are
+// sent, none dropped. (EIO is left to UDP-Lite and IPsec routes, which a
+// kernel without ESP or AH cannot make.) The far end is a permanent
+// neighbour entry on the test's own veth: the frames go nowhere else.
+func TestGSONoChecksumOffload(t *testing.T) {
+	labtest.RequireTool(t, "ethtool", "ethtool")
+	var tx *Device
+	inNetns(t, [][]string{
+		{"ip", "link", "add", "skbeio0", "type", "veth", "peer", "name", "skbeio1"},
+		{"ip", "link", "set", "skbeio0", "up"},
+		{"ip", "link", "set", "skbeio1", "up"},
+		{"ip", "addr", "add", "198.18.9.1/24", "dev", "skbeio0"},
+		{"ip", "neigh", "add", "198.18.9.2", "lladdr", "02:00:00:00:00:02", "dev", "skbeio0", "nud", "permanent"},
+		{"ethtool", "-K", "skbeio0", "tx", "off"},
+	}, func() error {
+		var err error
+		tx, err = Open(Config{Remote: netip.MustParseAddrPort("198.18.9.2:9"), GSO: true})
+		return err
+	})
+	t.Cleanup(func() { tx.Close() })
+	if !tx.GSO() {
+		t.Fatal("GSO off at open: the probe refused UDP_SEGMENT")
+	}
+	sendRun(t, tx, 0, 10, 500)
+	sendRun(t, tx, 10, 10, 500)
+	st := tx.Stats()
+	fell := st.GSOFallback[netdev.FallbackEIO]
+	if st.TxPackets != 20 || st.TxDroppedTotal() != 0 || st.GSOFallbackTotal() != fell || fell > 1 || tx.GSO() != (fell == 0) {
+		t.Errorf("GSO %v, counters %+v; want the 20 datagrams sent, and either GSO on or one gso_fallback_eio with GSO off", tx.GSO(), st)
+	}
+	t.Logf("GSO %v, gso_fallback_eio %d, %d doorbells", tx.GSO(), fell, st.TxDoorbells)
 }
 
 // TestTxFull fills the send buffer of a socket whose packets a token bucket

@@ -730,9 +730,9 @@ func keepFirst(first, err error) error {
 }
 
 // isGSOError reports whether err from a UDP_SEGMENT send means the socket
-// or its route cannot segment (udp_send_skb: EIO without checksum offload or
-// through xfrm, EINVAL for too many segments or SO_NO_CHECK, EMSGSIZE for a
-// segment over the MTU).
+// or its route cannot segment (udp_send_skb: EIO through xfrm, and on
+// older kernels without checksum offload on the device; EINVAL for too many
+// segments or SO_NO_CHECK; EMSGSIZE for a segment over the MTU).
 func isGSOError(err error) bool {
 	return err == unix.EIO || err == unix.EINVAL || err == unix.EMSGSIZE
 }
