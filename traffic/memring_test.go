@@ -1164,3 +1164,45 @@ func TestPktgenFailing(t *testing.T) {
 		})
 	}
 }
+
+// TestPktgenWarm checks the warm-up before the clock: one burst's buffers of
+// the largest size scheduled (no more than the count), allocated, written
+// and all freed, nothing sent.
+func TestPktgenWarm(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     PktgenConfig
+		n, size int
+	}{
+		{"burst 16", PktgenConfig{Burst: 16, Size: 300}, 16, 300},
+		{"imix", PktgenConfig{Burst: 8, IMIX: []IMIXEntry{{Size: 60, Weight: 7}, {Size: 1400, Weight: 1}}}, 8, 1400},
+		{"count", PktgenConfig{Burst: 64, Size: 100, Count: 5}, 5, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := pair(t, memring.Config{})
+			g, err := NewPktgen(a, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			p := a.Cache().Pool()
+			st0 := p.Stats()
+			g.warm()
+			st := p.Stats()
+			allocs, frees := st.Headers.Allocs-st0.Headers.Allocs, st.Headers.Frees-st0.Headers.Frees
+			if allocs != uint64(tc.n) || frees != allocs || st.InFlight() != st0.InFlight() || a.Stats().TxPackets != 0 {
+				t.Errorf("warm: %d buffers allocated, %d freed, in flight %d -> %d, %d sent; want %d allocated and freed, none sent",
+					allocs, frees, st0.InFlight(), st.InFlight(), a.Stats().TxPackets, tc.n)
+			}
+			var big uint64
+			for i, c := range st.Classes {
+				if c.Size >= tc.size {
+					big += c.Allocs - st0.Classes[i].Allocs
+				}
+			}
+			if big != uint64(tc.n) {
+				t.Errorf("warm: %d of its buffers from a class of at least %d bytes, want %d", big, tc.size, tc.n)
+			}
+		})
+	}
+}

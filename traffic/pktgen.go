@@ -558,6 +558,45 @@ func (g *Pktgen) next(ts int64, maxSegs int) (*skb.Buff, int, int, error) {
 	return g.cache.Clone(g.cur), g.curFlow, g.curSegs, nil
 }
 
+// warmBytes is the most memory warm writes: a burst's buffers beyond it
+// are left to the run.
+const warmBytes = 512 << 20
+
+// warm allocates one burst's buffers (one for GSO, whose burst is one
+// super-packet) of the largest size the run sends, writes them and frees
+// them, before the run's clock starts: the pool maps and the kernel faults
+// in their memory here rather than in the first timed burst. 4096
+// datagrams of 65507 bytes, 268 MB, took 1.2 s to touch the first time on
+// the machines skb was measured on, against 40 ms a burst after that. A
+// buffer the pool refuses ends it; nothing is sent.
+func (g *Pktgen) warm() {
+	size := 0
+	for _, e := range g.sched {
+		if g.link {
+			size = max(size, len(g.tmpls[e.tmpl].frame))
+		} else {
+			size = max(size, e.size)
+		}
+	}
+	units := g.burstLen
+	if g.gso {
+		units, size = 1, min(size*g.burstLen, MaxDatagram)
+	}
+	units = int(min(uint64(units), g.remaining(), uint64(warmBytes/max(size, 1))))
+	bufs := make([]*skb.Buff, 0, units)
+	for range units {
+		b, err := g.alloc(size)
+		if err != nil {
+			break
+		}
+		clear(b.Put(size))
+		bufs = append(bufs, b)
+	}
+	for _, b := range bufs {
+		g.cache.Free(b)
+	}
+}
+
 func (g *Pktgen) dropCur() {
 	if g.cur != nil {
 		g.cache.Free(g.cur)
@@ -688,6 +727,7 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 		// Closed before the run: its Cache may not be used any more.
 		return PktgenResult{Flows: g.flows}, err
 	}
+	g.warm()
 	g.clk = newClock()
 	g.lastTick = 0
 	g.clockStep, g.unclocked = 1, 0
