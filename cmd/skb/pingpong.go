@@ -143,6 +143,9 @@ type pingpongResultJSON struct {
 	Connect     string  `json:"connect"`
 	CPUUser     float64 `json:"cpu_user"`
 	CPUSys      float64 `json:"cpu_sys"`
+	// Error is the run's error (the same as the error line on stderr
+	// says), absent when the run succeeded.
+	Error string `json:"error,omitempty"`
 	stopInfo
 }
 
@@ -406,14 +409,14 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	var r traffic.PingPongResult
 	var runErr error
 	onThread(func() { r, runErr = traffic.PingPong(sc, dev, cfg) })
-	if p.enc != nil && r.Iters == 0 {
-		// A failed run still ends its NDJSON with a result object.
-		printPingResult(p, r, o, spec, dst, sc.stopped())
-	}
-	if runErr != nil && r.Iters == 0 {
+	if r.Iters == 0 {
+		var err error
 		switch {
+		case runErr == nil && sc.signal() == 0:
+			err = noIters(o, r.Lost)
+		case runErr == nil:
 		case errors.Is(runErr, syscall.ECONNREFUSED):
-			return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable): is `skb pingpong --server` running there?", dst)
+			err = fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable): is `skb pingpong --server` running there?", dst)
 		case errors.Is(runErr, traffic.ErrNoReply):
 			hint := ""
 			if routePicks {
@@ -423,12 +426,18 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			if d := cmp.Or(o.duration, traffic.DefaultDuration); d < wait {
 				wait = d
 			}
-			return fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there?%s", dst, wait, hint)
+			err = fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there?%s", dst, wait, hint)
+		default:
+			err = fmt.Errorf("pingpong: %w", runErr)
 		}
-		return fmt.Errorf("pingpong: %w", runErr)
-	}
-	if runErr == nil && r.Iters == 0 && sc.signal() == 0 {
-		return noIters(o, r.Lost)
+		if p.enc != nil {
+			// A failed run still ends its NDJSON with a result
+			// object, which says why.
+			printPingResult(p, r, o, spec, dst, sc.stopped(), err)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	// A server that stops during the run refuses the requests after it
 	// (ECONNREFUSED on the connected udp device); one it took into its
@@ -446,9 +455,8 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			// After a refusal the error line counts them.
 			fmt.Fprintf(w, "%d %s lost (no reply within %v)\n", r.Lost, plural(r.Lost, "request", "requests"), o.timeout)
 		}
-	} else if r.Iters > 0 {
-		printPingResult(p, r, o, spec, dst, sc.stopped())
 	}
+	var endErr error
 	switch {
 	case refused:
 		var lost string
@@ -456,10 +464,17 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			lost = fmt.Sprintf("; %d %s before the refusal got no reply within %v (a request the server takes as it stops is never answered)",
 				r.Lost, plural(r.Lost, "request", "requests"), o.timeout)
 		}
-		return fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable) after %d measured round trips: the `skb pingpong --server` there stopped during the run (its --duration, --idle or --count?)%s; the result above is what was measured",
+		endErr = fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable) after %d measured round trips: the `skb pingpong --server` there stopped during the run (its --duration, --idle or --count?)%s; the result above is what was measured",
 			dst, r.Iters, lost)
 	case runErr != nil:
-		return fmt.Errorf("pingpong: %w", runErr)
+		endErr = fmt.Errorf("pingpong: %w", runErr)
+	}
+	if p.enc != nil && r.Iters > 0 {
+		printPingResult(p, r, o, spec, dst, sc.stopped(), endErr)
+	}
+	switch {
+	case endErr != nil:
+		return endErr
 	case p.err() != nil:
 		return fmt.Errorf("pingpong: %w", p.err())
 	}
@@ -469,13 +484,19 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	return sc.interrupted("pingpong")
 }
 
-// printPingResult prints the client's NDJSON result object.
-func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec devSpec, dst netip.AddrPort, si stopInfo) {
+// printPingResult prints the client's result object; err, when not nil, is
+// the run's error, which the object carries in "error" as the command's
+// error line says it, without its "skb: " prefix, in NDJSON.
+func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec devSpec, dst netip.AddrPort, si stopInfo, runErr error) {
 	cu, cs := cpuTimes()
-	p.line("", pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
+	j := pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
 		UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
 		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Size: r.Size, BusyPoll: o.busy,
-		Dev: spec.String(), Connect: dst.String(), stopInfo: si})
+		Dev: spec.String(), Connect: dst.String(), stopInfo: si}
+	if runErr != nil {
+		j.Error = runErr.Error()
+	}
+	p.line("", j)
 }
 
 // noIters is the error of a client run that --duration ended before it

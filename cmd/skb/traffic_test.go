@@ -756,6 +756,15 @@ func TestTrafficBadFlags(t *testing.T) {
 			}
 		})
 	}
+	// With --json a failed client still ends with a result object, and
+	// it says why, as the error line does.
+	t.Run("pingpong --json refused", func(t *testing.T) {
+		out, errOut, code := skb(t, "pingpong", "--json", "--connect", fmt.Sprintf("127.0.0.1:%d", closed))
+		_, r := ndjson(t, out)
+		if code != 1 || r["error"] == nil || "skb: "+fmt.Sprint(r["error"])+"\n" != errOut {
+			t.Errorf("exit %d, result %v, stderr %q; want exit 1 and the result's error equal to the error line", code, r, errOut)
+		}
+	})
 }
 
 // TestLinkLayerCLI runs the link-layer devices inside a lab's namespaces,
