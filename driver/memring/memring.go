@@ -74,11 +74,11 @@ func (cfg *Config) check() error {
 	case cfg.RingSize < 1 || cfg.RingSize > maxRingSize || cfg.RingSize&(cfg.RingSize-1) != 0:
 		return netdev.ConfigErrorf(ErrConfig, "ring size %d is not a power of two from 1 to %d", cfg.RingSize, maxRingSize)
 	case cfg.RxBufSize < 0:
-		return netdev.ConfigErrorf(ErrConfig, "receive buffer size %d", cfg.RxBufSize)
+		return netdev.ConfigErrorf(ErrConfig, "receive buffer size %d: want 0 (the default, %d bytes) or more", cfg.RxBufSize, DefaultRxBufSize)
 	case cfg.DoorbellCost < 0:
-		return netdev.ConfigErrorf(ErrConfig, "doorbell cost %v", cfg.DoorbellCost)
+		return netdev.ConfigErrorf(ErrConfig, "doorbell cost %v: want 0 (free) or more", cfg.DoorbellCost)
 	case cfg.Headroom < netdev.NoHeadroom:
-		return netdev.ConfigErrorf(ErrConfig, "headroom %d", cfg.Headroom)
+		return netdev.ConfigErrorf(ErrConfig, "headroom %d: want 0 (the default), netdev.NoHeadroom or more", cfg.Headroom)
 	}
 	return nil
 }
