@@ -141,7 +141,7 @@ func (p *Pool) RecyclePage(pg *skb.Page) {
 	if _, ok := d.carving[pg]; ok {
 		pg.ResetRefs() // the cache's reference, which the Put took
 		d.mu.Unlock()
-		panic(fmt.Sprintf("pool: page %#x freed while a cache still carves fragments from it: one Put more than the references taken (AllocFrag gives one, Get one more)", pg.Addr()))
+		panic(fmt.Sprintf("pool: page %p (address %#x in its arena) freed while a cache still carves fragments from it: one Put more than the references taken (AllocFrag gives one, Get one more)", pg, pg.Addr()))
 	}
 	d.free = append(d.free, pg)
 	d.st.frees.Add(1)
