@@ -1166,8 +1166,8 @@ func TestPktgenFailing(t *testing.T) {
 }
 
 // TestPktgenWarm checks the warm-up before the clock: one burst's buffers of
-// the largest size scheduled (no more than the count), allocated, written
-// and all freed, nothing sent.
+// the largest size scheduled (no more than the count; one per Clone
+// packets), allocated, written and all freed, nothing sent.
 func TestPktgenWarm(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -1177,6 +1177,7 @@ func TestPktgenWarm(t *testing.T) {
 		{"burst 16", PktgenConfig{Burst: 16, Size: 300}, 16, 300},
 		{"imix", PktgenConfig{Burst: 8, IMIX: []IMIXEntry{{Size: 60, Weight: 7}, {Size: 1400, Weight: 1}}}, 8, 1400},
 		{"count", PktgenConfig{Burst: 64, Size: 100, Count: 5}, 5, 100},
+		{"clone", PktgenConfig{Burst: 8, Size: 100, Clone: 4}, 2, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, _ := pair(t, memring.Config{})

@@ -563,7 +563,7 @@ func (g *Pktgen) next(ts int64, maxSegs int) (*skb.Buff, int, int, error) {
 const warmBytes = 512 << 20
 
 // warm allocates one burst's buffers (one for GSO, whose burst is one
-// super-packet) of the largest size the run sends, writes them and frees
+// super-packet; one per Clone packets) of the largest size the run sends, writes them and frees
 // them, before the run's clock starts: the pool maps and the kernel faults
 // in their memory here rather than in the first timed burst. 4096
 // datagrams of 65507 bytes, 268 MB, took 1.2 s to touch the first time on
@@ -582,6 +582,8 @@ func (g *Pktgen) warm() {
 	if g.gso {
 		units, size = 1, min(size*g.burstLen, MaxDatagram)
 	}
+	// With Clone N a burst allocates one buffer per N packets.
+	units = (units + g.clone - 1) / g.clone
 	units = int(min(uint64(units), g.remaining(), uint64(warmBytes/max(size, 1))))
 	bufs := make([]*skb.Buff, 0, units)
 	for range units {

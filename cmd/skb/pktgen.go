@@ -399,7 +399,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	}
 	var refusal string
 	if refused {
-		refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable; %d of %d sends failed with %v): does a sink listen there, for the whole run? The result above is what was sent",
+		refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable; %d of %d sends failed, the first with %v): does a sink listen there, for the whole run? The result above is what was sent",
 			dst, r.Errors, r.Packets+r.Errors, syscall.ECONNREFUSED)
 		if sc.signal() != 0 {
 			// The signal is the run's end, said last: the refusal

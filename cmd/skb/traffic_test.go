@@ -1051,7 +1051,7 @@ func TestPktgenUnreachable(t *testing.T) {
 		if _, gr = ndjson(t, out); num(gr, "errors") == 0 || !strings.Contains(fmt.Sprint(gr["first_error"]), "connection refused") {
 			return fmt.Errorf("pktgen to no sink, one flow: %v; want errors counted, the first connection refused", gr)
 		}
-		want = fmt.Sprintf("skb: pktgen: %s refused the datagrams (ICMP port unreachable; %d of %d sends failed with connection refused): does a sink listen there, for the whole run?",
+		want = fmt.Sprintf("skb: pktgen: %s refused the datagrams (ICMP port unreachable; %d of %d sends failed, the first with connection refused): does a sink listen there, for the whole run?",
 			addr, int(num(gr, "errors")), int(num(gr, "errors")+num(gr, "packets")))
 		if code != 1 || !strings.HasPrefix(errOut, want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("pktgen to no sink: exit %d, stderr %q; want exit 1 and one line %q", code, errOut, want)

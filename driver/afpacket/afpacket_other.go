@@ -34,10 +34,10 @@ func OpenFanout(cfg Config, n int) ([]*Device, error) { return nil, unsupported(
 
 var errClosed = fmt.Errorf("afpacket: %w", netdev.ErrClosed)
 
-// Xmit frees b and returns an error matching net.ErrClosed; a nil b panics.
+// Xmit frees b and returns an error matching net.ErrClosed; a nil or freed b panics (netdev.BadXmit).
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
-	if b == nil {
-		panic("afpacket: Xmit of a nil *skb.Buff")
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("afpacket", b)
 	}
 	b.Free()
 	return errClosed

@@ -52,10 +52,10 @@ func (d *Device) Alloc(size int) (*skb.Buff, error) { return nil, netdev.ErrClos
 // TxAvail returns 0.
 func (d *Device) TxAvail() int { return 0 }
 
-// Xmit frees b and returns netdev.ErrClosed; a nil b panics.
+// Xmit frees b and returns netdev.ErrClosed; a nil or freed b panics (netdev.BadXmit).
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
-	if b == nil {
-		panic("afxdp: Xmit of a nil *skb.Buff")
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("afxdp", b)
 	}
 	b.Free()
 	return netdev.ErrClosed

@@ -651,9 +651,7 @@ func (d *Device) doorbell() error {
 				// under this send (EPIPE): what is left is dropped as
 				// closed, and the error says so.
 				d.ctr.TxDrop(netdev.DropClosed, d.segsFrom(txPos{int(msg.pkt), int(msg.off)}))
-				if first == nil {
-					first = errSendClosed
-				}
+				first = errSendClosed // over an earlier datagram's error: the device is gone
 				pos = txPos{t.n, 0}
 				break send
 			case msg.gso && msg.from && err == unix.EINVAL:

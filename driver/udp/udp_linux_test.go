@@ -859,6 +859,10 @@ func TestCloseUnderXmit(t *testing.T) {
 					t.Fatalf("round %d: Xmit under Close returned %v; tx_dropped_error %d; want errors matching ErrClosed, drops counted as closed (%v)",
 						round, bad, st.TxDropped[netdev.DropError], st)
 				}
+				// Every packet given is counted once: sent or dropped.
+				if given := uint64(min(i+1, n)); st.TxPackets+st.TxDroppedTotal() != given {
+					t.Fatalf("round %d: %d packets given to Xmit, tx_packets %d + tx_dropped %d (%v)", round, given, st.TxPackets, st.TxDroppedTotal(), st)
+				}
 				if err := p.Close(); err != nil {
 					t.Fatal(err)
 				}

@@ -23,25 +23,25 @@ type Device struct{}
 // other than Linux.
 func Open(cfg Config) (*Device, error) { return nil, errUnsupported }
 
-// Xmit frees b and fails: see Open. A nil b panics.
+// Xmit frees b and fails: see Open. A nil or freed b panics (netdev.BadXmit).
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
-	if b == nil {
-		panic("udp: Xmit of a nil *skb.Buff")
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("udp", b)
 	}
 	b.Free()
 	return errUnsupported
 }
 
-// XmitTo frees b and fails: see Open. A nil b panics.
+// XmitTo frees b and fails: see Open. A nil or freed b panics (netdev.BadXmit).
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
-	if b == nil {
-		panic("udp: Xmit of a nil *skb.Buff")
+	if b == nil || !b.IsLive() {
+		netdev.BadXmit("udp", b)
 	}
 	b.Free()
 	return errUnsupported
 }
 
-// XmitFrom frees b and fails: see Open. A nil b panics.
+// XmitFrom frees b and fails: see Open. A nil or freed b panics (netdev.BadXmit).
 func (d *Device) XmitFrom(b *skb.Buff, src netip.Addr, dst netip.AddrPort, more bool) error {
 	return d.XmitTo(b, dst, more)
 }

@@ -30,11 +30,12 @@ import (
 //     buffers handed to the handler stay the handler's: kept across later
 //     Polls they are distinct and unchanged. No double free (the debug pool
 //     panics), no leak.
-//   - no clone: Xmit and Flush of 32 packets built beforehand take no
-//     buffer header from the pool without a block of its own (a clone,
-//     skb_clone): the device transmits the caller's buffer, or copies it,
-//     and never clones it per send (pool.Stats: header allocations beyond
-//     the classes' block allocations).
+//   - no clone: Xmit and Flush of 32 packets built beforehand take no more
+//     buffer headers from the pool than blocks (pool.Stats: header
+//     allocations beyond the classes' block allocations, which a clone,
+//     skb_clone, makes): the device transmits the caller's buffer, or
+//     copies it, and never clones it per send. (A device that copied into
+//     page frags would count too.)
 //   - doorbell: more=false rings one doorbell per packet (tx_doorbells);
 //     bursts with more=true and Flush ring one per burst (up to one more per
 //     ring's worth); Xmit with more=true past a full ring rings by itself and
@@ -255,8 +256,10 @@ func testNoClone(t *testing.T, s *suite) {
 	if err := e.tx.Flush(); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
-	if d := blockless(e.p.Stats()) - before; d != 0 {
-		t.Errorf("no clone: Xmit and Flush of %d packets took %d buffer headers without a block from the pool (clones, skb_clone); want 0: the device transmits the caller's buffer", n, d)
+	// More headers than blocks: clones. (Fewer is legal: a block for a
+	// buffer's own header, Linearize or CowHead on the caller's packet.)
+	if d := blockless(e.p.Stats()) - before; d > 0 {
+		t.Errorf("no clone: Xmit and Flush of %d packets took %d more buffer headers than blocks from the pool (clones, skb_clone); want none: the device transmits the caller's buffer", n, d)
 	}
 	recs := e.pollSync(n, n, false)
 	e.checkDelivery(fmt.Sprintf("no clone: %d packets of %d bytes of payload", n, pl), recs, delivery{sent: n})

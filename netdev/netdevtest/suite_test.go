@@ -59,7 +59,7 @@ var broken = map[string]struct {
 	"no-wake":           {knobs{noWake: true}, false, "poll", "as soon as the packet arrives"},
 	"bad-tx-bytes":      {knobs{badTxBytes: true}, false, "stats", "tx_bytes by"},
 	"loses-packets":     {knobs{lossEvery: 97}, false, "ordering", "packets lost"},
-	"clone-on-xmit":     {knobs{cloneOnXmit: true}, false, "no_clone", "without a block"},
+	"clone-on-xmit":     {knobs{cloneOnXmit: true}, false, "no_clone", "more buffer headers than blocks"},
 	"too-lossy":         {knobs{lossEvery: 10}, true, "ordering", "packets lost"},
 }
 
