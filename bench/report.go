@@ -84,7 +84,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		runs = fmt.Sprintf("one run of %v each", rep.Duration)
 	}
 	fmt.Fprintf(w, "skb bench: %s; ratio = median of the runs' ratios to the reference (vs) in the same round\n", runs)
-	fmt.Fprintln(w, "reading it: higher is better for rates (pps, Mbit/s), lower for times, CPU per packet, bytes held and reallocations; ~ marks a ratio whose runs' range overlaps the reference's (it may be noise); TARGET is a goal, ok or MISSED")
+	fmt.Fprintln(w, "reading it: higher is better for rates (pps, Mbit/s), lower for times, CPU per packet, bytes held and reallocations; ~ marks a ratio whose runs' range overlaps the reference's (it may be noise); TARGET is a goal and whether the row met it")
 	busy := "unknown"
 	if m.Busy >= 0 {
 		busy = fmt.Sprintf("%d%%", m.Busy)
