@@ -114,7 +114,9 @@ func labUpCmd() *cobra.Command {
 				return fmt.Errorf("lab up: lab %s already exists (see `skb lab list`; remove it with `skb lab down --name %s`)", o.Name, o.Name)
 			}
 			if err != nil {
-				return err
+				// The library's operation is lab.New; the command's
+				// is lab up.
+				return fmt.Errorf("lab up: %s", strings.TrimPrefix(err.Error(), "lab: new: "))
 			}
 			defer l.Release()
 			if asJSON {
@@ -354,7 +356,7 @@ or the last XDP program detached and another attached), run threaded on
 			}
 			l, err := lab.Open(name)
 			if err != nil {
-				return labOpenErr(name, err)
+				return fmt.Errorf("lab threaded: %w", labOpenErr(name, err))
 			}
 			defer l.Release()
 			// Only a change is written: the kernel refuses any write,
@@ -510,7 +512,7 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 		}()
 	} else {
 		if l, err = lab.Open(o.Name); err != nil {
-			return 1, labOpenErr(o.Name, err)
+			return 1, fmt.Errorf("lab exec: %w", labOpenErr(o.Name, err))
 		}
 		defer l.Release()
 	}

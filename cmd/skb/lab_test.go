@@ -425,6 +425,11 @@ func TestLabBadFlags(t *testing.T) {
 			if code == 0 || len(lines) != 1 || !strings.HasPrefix(lines[0], "skb: ") || out != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q: want a non-zero exit and one line", code, out, errOut)
 			}
+			// The line names the command given, not the library's
+			// operation behind it ("lab: new").
+			if cmd := "skb: lab " + args[1]; args[1] != "bogus" && !strings.HasPrefix(lines[0], cmd) && !strings.HasSuffix(lines[0], `for "skb lab `+args[1]+`"`) {
+				t.Errorf("stderr %q: want it to start %q", errOut, cmd)
+			}
 		})
 	}
 	// Without a subcommand: the help, and a zero exit.
