@@ -77,7 +77,10 @@ type EchoResult struct {
 	Echoed  uint64  // packets answered
 	Bytes   uint64  // their UDP payload bytes (on a link-layer device too)
 	Seconds float64 // from the first request to the last
-	Other   uint64  // frames not answered (link-layer mode), datagrams from outside From
+	// Other counts what was not answered: frames not for the server
+	// (link-layer mode), datagrams from outside From, and datagrams from
+	// the server's own address and port (see Echo).
+	Other uint64
 	// Errors counts answers the device refused; FirstErr is the first.
 	Errors   uint64
 	FirstErr error
@@ -87,7 +90,8 @@ type echoer struct {
 	dev     netdev.Device
 	cache   *pool.Cache
 	ax      AddrXmitter
-	sx      SrcXmitter // ax with PktInfo on: answers from the request's destination
+	sx      SrcXmitter     // ax with PktInfo on: answers from the request's destination
+	local   netip.AddrPort // ax's bound address, when it reports one (LocalAddr)
 	cfg     EchoConfig
 	res     EchoResult
 	stop    bool
@@ -102,6 +106,9 @@ type echoer struct {
 // Xmit on another datagram device, and as a frame with its addresses
 // swapped and its UDP checksum recomputed on a link-layer one (unless the
 // device marked it CHECKSUM_PARTIAL, which its Xmit completes).
+// A datagram from the server's own address and port (only a forged one
+// is) is not answered but counted in Other: its answer would come back to
+// be answered again, without end.
 // The answers of one Poll share one doorbell (with a Budget of 1, each
 // answer rings its own at once). It runs on dev's goroutine until its
 // bounds or ctx end it, and returns an error wrapping ErrConfig for an
@@ -126,6 +133,10 @@ func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, e
 		e.ax, _ = dev.(AddrXmitter)
 		if sx, ok := dev.(SrcXmitter); ok && sx.PktInfo() {
 			e.sx = sx
+		}
+		if l, ok := dev.(interface{ LocalAddr() netip.AddrPort }); ok {
+			a := l.LocalAddr()
+			e.local = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 		}
 	}
 	if cfg.From.IsValid() && e.ax == nil {
@@ -162,7 +173,7 @@ func (e *echoer) handle(b *skb.Buff) {
 		err = e.dev.Xmit(b, more)
 	case e.ax != nil:
 		src := e.ax.Src()
-		if e.cfg.From.IsValid() && !e.cfg.From.Contains(src.Addr()) {
+		if e.cfg.From.IsValid() && !e.cfg.From.Contains(src.Addr()) || e.fromSelf(src) {
 			e.res.Other++
 			e.cache.Free(b)
 			return
@@ -182,6 +193,24 @@ func (e *echoer) handle(b *skb.Buff) {
 		err = e.dev.Xmit(b, more)
 	}
 	e.count(n, err)
+}
+
+// fromSelf reports whether a datagram from src came from the server's
+// own socket: its port, and its bound address, or with the socket bound
+// to the unspecified address a loopback address or the address the
+// datagram came to (PktInfo). Only a forged datagram does; answering it
+// would send it back to the server, which would answer it again, without
+// end. Datagrams between two servers can still loop, as between any two
+// echo services (RFC 862): the run's bounds end it.
+func (e *echoer) fromSelf(src netip.AddrPort) bool {
+	if src.Port() != e.local.Port() || !e.local.IsValid() {
+		return false
+	}
+	a := src.Addr()
+	if l := e.local.Addr(); !l.IsUnspecified() {
+		return a == l
+	}
+	return a.IsLoopback() || e.sx != nil && a == e.sx.DstAddr().Unmap()
 }
 
 func (e *echoer) count(n int, err error) {

@@ -262,6 +262,38 @@ func TestUDPEchoPktInfo(t *testing.T) {
 	}
 }
 
+// TestUDPEchoSelf checks that Echo does not answer a datagram from its own
+// socket (sent here by the server's device to its own address, as a forged
+// one would come), which would come back to be answered again without end:
+// it counts it in Other, and a client's requests are still answered.
+func TestUDPEchoSelf(t *testing.T) {
+	for _, tc := range []struct {
+		listen  string
+		pktinfo bool
+		to      string
+	}{
+		{"127.0.0.1:0", false, "127.0.0.1"},
+		{"0.0.0.0:0", false, "127.0.0.1"},
+		{"0.0.0.0:0", true, "127.0.0.2"},
+		{"[::]:0", false, "::1"},
+	} {
+		srv := openUDP(t, udp.Config{Local: netip.MustParseAddrPort(tc.listen), PktInfo: tc.pktinfo})
+		b, err := srv.Cache().Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		PutStamp(b.Put(64), Stamp{Run: 1, Seq: 1})
+		if err := srv.XmitTo(b, netip.AddrPortFrom(netip.MustParseAddr(tc.to), srv.LocalAddr().Port()), false); err != nil {
+			t.Fatal(err)
+		}
+		r, er, err := echoRound(t, srv, EchoConfig{Idle: -1}, tc.to, true)
+		if err != nil || r.Iters != 20 || er.Echoed != 20 || er.Other != 1 {
+			t.Errorf("%s (PktInfo %v), its own datagram to %s first: pingpong %+v, %v; echo %+v: want 20 answered, 1 in Other",
+				tc.listen, tc.pktinfo, tc.to, r, err, er)
+		}
+	}
+}
+
 // echoRound runs Echo on srv with cfg and 20 round trips of a client
 // connected to host at srv's port, and returns the client's result, the
 // echo's result and the client's error. A reply can take long on a loaded
