@@ -103,13 +103,22 @@ const MaxSeqJump = 1 << 32
 // each flow's table entry, up to 64 (run, flow) pairs in all (a run with
 // N flows takes N; one beside that has been quiet for 65536 packets makes
 // room); past that, the packets of a further pair count as untracked (in
-// Packets only) until there is room. Add
-// allocates only when a flow number above all seen so far arrives (the
-// table grows, up to MaxFlows entries) and for each run counted beside
-// another. A Counter is not safe for concurrent use.
+// Packets only) until there is room. Flows numbered above the table's
+// limit (MaxFlows; SetTableLimit lowers it) are counted beside it the same
+// way. Add allocates only when a flow number above all seen so far arrives
+// (the table grows, up to its limit: 184 bytes a flow, 12 MB for
+// MaxFlows) and for each run counted beside another. A Counter is not
+// safe for concurrent use.
 type Counter struct {
 	flows []flowState
-	side  map[runFlow]*flowState // runs counted beside the one in flows, at most maxSideRuns
+	// limit bounds the flow table (0: MaxFlows); see SetTableLimit.
+	limit int
+	// hot is the state beside the table that the last packet counted in,
+	// hotKey its flow and run: a sink port above the table's limit sees
+	// one flow, and finds it without a map lookup per packet.
+	hot    *flowState
+	hotKey runFlow
+	side   map[runFlow]*flowState // runs counted beside the one in flows, at most maxSideRuns
 	// sideBusy is a packet count up to which no run beside can have
 	// been quiet for runQuiet packets: a full side table is scanned for
 	// one only past it.
@@ -133,6 +142,23 @@ const (
 	maxSideRuns = 64
 )
 
+// SetTableLimit bounds the flow table to n flows (at most MaxFlows; 0
+// restores MaxFlows), n*184 bytes: stamps of flows numbered n or more are
+// counted beside the table, 64 (run, flow) pairs at most. One Counter per
+// port of a sink on many ports takes a small limit, so that a forged stamp
+// with a high flow number cannot make every port's table MaxFlows long.
+// Call it before the first Add.
+func (c *Counter) SetTableLimit(n int) {
+	c.limit = min(max(n, 0), MaxFlows)
+}
+
+func (c *Counter) tableLimit() int {
+	if c.limit == 0 {
+		return MaxFlows
+	}
+	return c.limit
+}
+
 // Add counts the packet stamped s. It does not allocate once s.Flow's
 // entry exists.
 func (c *Counter) Add(s Stamp) {
@@ -141,15 +167,23 @@ func (c *Counter) Add(s Stamp) {
 		c.untracked++
 		return
 	}
-	if int(s.Flow) >= len(c.flows) {
-		c.grow(int(s.Flow) + 1)
-	}
-	f := &c.flows[s.Flow]
-	if f.active && f.run != s.Run {
-		if f = c.otherRun(f, s); f == nil {
-			c.untracked++
-			return
+	var f *flowState
+	if int(s.Flow) < len(c.flows) || int(s.Flow) < c.tableLimit() {
+		if int(s.Flow) >= len(c.flows) {
+			c.grow(int(s.Flow) + 1)
 		}
+		f = &c.flows[s.Flow]
+		if f.active && f.run != s.Run {
+			f = c.otherRun(f, s)
+		}
+	} else if k := (runFlow{s.Flow, s.Run}); c.hot != nil && c.hotKey == k {
+		f = c.hot
+	} else if f = c.otherRun(nil, s); f != nil {
+		c.hot, c.hotKey = f, k
+	}
+	if f == nil {
+		c.untracked++
+		return
 	}
 	f.last = c.packets
 	if f.active && (s.Seq >= f.next && s.Seq-f.next >= MaxSeqJump || s.Seq < f.next && f.next-s.Seq >= MaxSeqJump) {
@@ -182,17 +216,18 @@ func (c *Counter) Add(s Stamp) {
 }
 
 // otherRun returns the flow state for s, whose run is not the one in its
-// flow's table entry f: the run's state beside f; f itself, its run folded
-// into the totals, when f's run has been quiet for runQuiet packets (the
-// next run of a generator); or a new one beside f while f's run is still
-// sending, when there is room, or room made by folding a side run as
+// flow's table entry f (nil for a flow above the table's limit): the
+// run's state beside f; f itself, its run folded into the totals, when f's
+// run has been quiet for runQuiet packets (the next run of a generator);
+// or a new one beside f while f's run is still sending (or beside the
+// table), when there is room, or room made by folding a side run as
 // quiet. It returns nil when there is none: the packet is untracked.
 func (c *Counter) otherRun(f *flowState, s Stamp) *flowState {
 	k := runFlow{s.Flow, s.Run}
 	if o := c.side[k]; o != nil {
 		return o
 	}
-	if c.packets-f.last > runQuiet {
+	if f != nil && c.packets-f.last > runQuiet {
 		c.fold(f)
 		return f
 	}
@@ -210,6 +245,9 @@ func (c *Counter) otherRun(f *flowState, s Stamp) *flowState {
 			if c.packets-o.last > runQuiet {
 				c.fold(o)
 				delete(c.side, k)
+				if c.hot == o {
+					c.hot = nil
+				}
 				break
 			}
 			busy = min(busy, o.last+runQuiet)
@@ -241,7 +279,7 @@ func (c *Counter) grow(n int) {
 	for size < n {
 		size *= 2
 	}
-	size = min(size, MaxFlows)
+	size = min(size, c.tableLimit())
 	flows := make([]flowState, size)
 	copy(flows, c.flows)
 	c.flows = flows
@@ -275,5 +313,6 @@ func (c *Counter) Totals() FlowTotals {
 func (c *Counter) Reset() {
 	clear(c.flows)
 	clear(c.side)
+	c.hot = nil
 	c.packets, c.untracked, c.folded, c.sideBusy = 0, 0, FlowTotals{}, 0
 }

@@ -42,6 +42,9 @@ func SinkThreads(n int, cfg SinkConfig) int {
 	return procs
 }
 
+// portFlows bounds each flow table of a group of sinks: see RunSinks.
+const portFlows = 64
+
 // RunSinks runs one Sink per device with the same config and merges their
 // results: a sink for a range of UDP ports, one socket per port, as a
 // generator's flows need on a datagram device.
@@ -74,6 +77,11 @@ func SinkThreads(n int, cfg SinkConfig) int {
 // gap in a flow; the rest stay queued in their devices, but for the
 // buffers of a Poll that another sink's packets left without their share,
 // and the datagrams of a GSO buffer past Count, which are freed uncounted.
+//
+// Each sink counts its flows in a table of portFlows (64) flows; stamps of
+// higher flow numbers are counted beside it, 64 (run, flow) pairs at most
+// (Counter.SetTableLimit): a port of a generator's flows sees one flow
+// each, and forged stamps cannot make every port's table MaxFlows long.
 //
 // OnInterval, when set, is called on the calling goroutine once for each
 // interval index k >= 1 that a polling goroutine reported, in increasing
@@ -109,6 +117,9 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 		s, err := NewSink(d, c)
 		if err != nil {
 			return SinkResult{}, err
+		}
+		if len(devs) > 1 {
+			s.cnt.SetTableLimit(portFlows)
 		}
 		sinks[i] = s
 	}

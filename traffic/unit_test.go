@@ -488,6 +488,39 @@ func TestCounterRuns(t *testing.T) {
 	}
 }
 
+// TestCounterTableLimit checks a Counter whose table SetTableLimit
+// bounded, as each port's of a sink on many ports: a flow above the limit
+// is counted beside the table, with its losses, without the table growing
+// past the limit; forged stamps of many high flows take at most
+// maxSideRuns states beside it, the rest untracked; and a flow above the
+// limit costs no allocation per packet.
+func TestCounterTableLimit(t *testing.T) {
+	var c Counter
+	c.SetTableLimit(portFlows)
+	for i := range uint64(100) {
+		if i != 7 {
+			c.Add(Stamp{Run: 1, Flow: 900, Seq: i})
+		}
+		c.Add(Stamp{Run: 1, Flow: 3, Seq: i})
+	}
+	if got, want := c.Totals(), (FlowTotals{Packets: 199, Lost: 1, Flows: 2}); got != want {
+		t.Fatalf("flows 3 and 900: %+v, want %+v", got, want)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { c.Add(Stamp{Run: 1, Flow: 900, Seq: 100}) }); allocs != 0 {
+		t.Errorf("%v allocations a packet of a flow beside the table", allocs)
+	}
+	for f := range uint32(1000) {
+		c.Add(Stamp{Run: 2, Flow: MaxFlows - 1 - f})
+	}
+	if len(c.flows) > portFlows || len(c.side) > maxSideRuns {
+		t.Fatalf("after 1000 forged flows: a table of %d flows and %d beside, want at most %d and %d",
+			len(c.flows), len(c.side), portFlows, maxSideRuns)
+	}
+	if got := c.Totals(); got.Flows != maxSideRuns+1 || got.Untracked != 1000-(maxSideRuns-1) {
+		t.Fatalf("after 1000 forged flows: %+v, want %d flows and %d untracked", got, maxSideRuns+1, 1000-(maxSideRuns-1))
+	}
+}
+
 // BenchmarkCounterManyRuns counts packets of 70 runs on one flow at once,
 // interleaved: 65 are counted, the other 5 untracked. An untracked packet
 // must not scan the runs beside the flow each time (about 750 ns a packet
