@@ -16,7 +16,8 @@ var (
 	// first transmit error, or names the device's drop counters).
 	ErrFailing = errors.New("traffic: every send fails")
 
-	// ErrNoReply is returned by PingPong when the first request got no
-	// reply within the timeout: nothing answers at the destination.
+	// ErrNoReply is returned by PingPong when its first NoReplyTries
+	// requests got no reply within the timeout: nothing answers at the
+	// destination.
 	ErrNoReply = errors.New("traffic: no reply")
 )

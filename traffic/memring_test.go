@@ -438,13 +438,51 @@ func TestPingPongLinkMemring(t *testing.T) {
 	}
 }
 
-// TestPingPongNoReply checks that a first request without a reply within
-// Timeout ends the run with ErrNoReply and counts in Lost.
+// TestPingPongNoReply checks that NoReplyTries first requests without a
+// reply within Timeout end the run with ErrNoReply, each counted in Lost;
+// that a reply after a lost first request lets the run go on; and that
+// replies cut short or grown are not taken for round trips.
 func TestPingPongNoReply(t *testing.T) {
 	a, _ := pair(t, memring.Config{})
 	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Timeout: 50 * time.Millisecond})
-	if !errors.Is(err, ErrNoReply) || r.Lost != 1 || r.Iters != 0 {
-		t.Fatalf("%+v, %v; want ErrNoReply, the request lost", r, err)
+	if !errors.Is(err, ErrNoReply) || r.Lost != NoReplyTries || r.Iters != 0 {
+		t.Fatalf("%+v, %v; want ErrNoReply, %d requests lost", r, err, NoReplyTries)
+	}
+
+	// A server that drops its first request and answers the next ones
+	// with their length changed by delta (0: as they came).
+	for _, delta := range []int{0, -1, 1} {
+		a, b := pair(t, memring.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n := 0
+			for ctx.Err() == nil {
+				b.Poll(8, func(x *skb.Buff) {
+					if n++; n == 1 {
+						b.Cache().Free(x)
+						return
+					}
+					if delta < 0 {
+						x.Trim(x.Len() + delta)
+					} else if delta > 0 {
+						x.Put(delta)
+					}
+					b.Xmit(x, false)
+				})
+				b.Wait(time.Millisecond)
+			}
+		}()
+		r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Warmup: -1, Timeout: 50 * time.Millisecond})
+		cancel()
+		<-done
+		if delta == 0 && (err != nil || r.Iters != 4 || r.Lost != 1) {
+			t.Errorf("first request dropped: %+v, %v; want 4 round trips, 1 lost", r, err)
+		}
+		if delta != 0 && (!errors.Is(err, ErrNoReply) || r.Iters != 0 || r.Stray != NoReplyTries-1) {
+			t.Errorf("replies %+d bytes long: %+v, %v; want ErrNoReply, %d stray", delta, r, err, NoReplyTries-1)
+		}
 	}
 }
 

@@ -58,8 +58,8 @@ type PingPongConfig struct {
 
 	// Timeout is how long to wait for each reply (0 means
 	// DefaultReplyTimeout). A request without a reply counts in Lost; when
-	// the very first one gets none (within Timeout, or before Duration
-	// ends the run), PingPong returns ErrNoReply.
+	// the first NoReplyTries requests get none (each within Timeout, or
+	// before Duration ends the run), PingPong returns ErrNoReply.
 	Timeout time.Duration
 
 	// BusyPoll spins on the device's Poll while waiting for a reply
@@ -107,7 +107,8 @@ type PingPongResult struct {
 
 	// Lost counts requests that got no reply within Timeout (not
 	// measured); Stray counts packets received that were not the awaited
-	// reply (late replies, other traffic).
+	// reply (late replies, a reply of another length than its request,
+	// other traffic).
 	Lost  int
 	Stray uint64
 }
@@ -136,8 +137,8 @@ type pinger struct {
 // its sequence number, waits for the reply carrying that stamp, and
 // repeats, Warmup+Iters times or until Duration or ctx ends the run. It
 // belongs to dev's goroutine while it runs. It returns an error wrapping
-// ErrConfig for an invalid config, ErrNoReply when the first request got
-// no reply, or the device's error (such as ECONNREFUSED from a connected
+// ErrConfig for an invalid config, ErrNoReply when the first NoReplyTries
+// requests got no reply, or the device's error (such as ECONNREFUSED from a connected
 // UDP socket whose peer has no server), with the result so far.
 func PingPong(ctx context.Context, dev netdev.Device, cfg PingPongConfig) (PingPongResult, error) {
 	p := &pinger{dev: dev, cache: dev.Cache(), cfg: cfg}
@@ -251,7 +252,7 @@ func (p *pinger) handle(b *skb.Buff) {
 	// as the C reference stops its clock when recv returns.
 	t1 := p.clk.now()
 	data := b.Data()
-	off := 0
+	off, plen := 0, b.Len()
 	if p.link {
 		f := &p.frame
 		err := header.ParseFrameInto(data, f)
@@ -262,6 +263,7 @@ func (p *pinger) handle(b *skb.Buff) {
 			return
 		}
 		off = f.PayloadOffset
+		plen = int(header.UDP(data[f.TransportOffset:]).Length()) - header.UDPHeaderLen
 	}
 	var st Stamp
 	var ok bool
@@ -270,13 +272,21 @@ func (p *pinger) handle(b *skb.Buff) {
 	} else if b.CopyBits(off, p.scratch[:]) == nil {
 		st, ok = ParseStamp(p.scratch[:])
 	}
-	if ok && st.Run == p.run && st.Seq == p.want && !p.got {
+	// A reply is the request's payload whole: one cut short or grown on
+	// the way, its stamp intact, is no round trip of Size bytes.
+	if ok && st.Run == p.run && st.Seq == p.want && !p.got && plen == p.size {
 		p.got, p.t1 = true, t1
 	} else {
 		p.stray++
 	}
 	p.cache.Free(b)
 }
+
+// NoReplyTries is how many requests in a row, from the first, go
+// unanswered before PingPong gives up with ErrNoReply: one lost request
+// (a neighbour still being resolved on a link, a full queue) is a loss,
+// not the absence of a server.
+const NoReplyTries = 3
 
 // errRunOver is await's report that the run's Duration ended while it
 // waited.
@@ -340,6 +350,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 	total := cfg.Warmup + cfg.Iters
 	var tFirst, tLast time.Duration
 	started, replied := false, false
+	unanswered := 0 // requests without a reply before the first reply
 	var lastTick time.Duration
 	tickFrom := 0
 	var runErr error
@@ -379,8 +390,8 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		}
 		if !ok {
 			res.Lost++
-			if !replied {
-				runErr = fmt.Errorf("%w within %v", ErrNoReply, cfg.Timeout)
+			if unanswered++; !replied && unanswered >= NoReplyTries {
+				runErr = fmt.Errorf("%w to %d requests, within %v each", ErrNoReply, unanswered, cfg.Timeout)
 				break
 			}
 			continue

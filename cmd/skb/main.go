@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/skbdev/skb/internal/rseq"
 )
@@ -60,11 +62,40 @@ func init() {
 	// A bad flag names its command, as the commands' own errors do
 	// ("skb: pktgen: unknown flag: --bogus").
 	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		err = numberError(err)
 		if c == rootCmd {
 			return err
 		}
 		return fmt.Errorf("%s: %w", strings.TrimPrefix(c.CommandPath(), rootCmd.Name()+" "), err)
 	})
+}
+
+// numberError rewrites a flag's number that did not parse, which the flag
+// library reports with strconv's words ("invalid argument "-1" for "-n,
+// --count" flag: strconv.ParseUint: parsing "-1": invalid syntax"), as
+// `--count "-1": want a whole number, 0 or more`; other errors are returned
+// as they are.
+func numberError(err error) error {
+	var iv *pflag.InvalidValueError
+	var ne *strconv.NumError
+	if !errors.As(err, &iv) || !errors.As(err, &ne) {
+		return err
+	}
+	var want string
+	switch ne.Func {
+	case "ParseInt":
+		want = "a whole number"
+	case "ParseUint":
+		want = "a whole number, 0 or more"
+	case "ParseFloat":
+		want = "a number"
+	default:
+		return err
+	}
+	if errors.Is(ne.Err, strconv.ErrRange) {
+		want += ", and one in range"
+	}
+	return fmt.Errorf("--%s %q: want %s", iv.GetFlag().Name, iv.GetValue(), want)
 }
 
 // version returns what `skb --version` prints after the name: the module's

@@ -64,8 +64,8 @@ busy-polling on loopback).
 
 A request without a reply within --timeout (default 1s) counts as lost: the
 result's last line says how many ("lost" in --json) and the run goes on,
-exit status 0 as ping's with some replies; with no reply at all the client
-fails. The round trips are measured over the replies that came.
+exit status 0 as ping's with some replies; when its first 3 requests get
+no reply, the client fails. The round trips are measured over the replies that came.
 
 --busy-poll spins on the device's poll instead of sleeping while waiting: no
 wake-up on the reply's path, one core kept busy. Give it on both sides to
@@ -332,6 +332,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	if f.dstMAC != "" && !spec.link() {
 		return errors.New("pingpong: --dst-mac needs a link-layer device (afpacket or afxdp)")
 	}
+	if f.dstMAC != "" {
+		if _, err := dstMAC(f); err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
+	}
 	if spec.link() && !cmd.Flags().Changed("connect") {
 		// The default, 127.0.0.1, is not on any link.
 		return fmt.Errorf("pingpong: --dev %v needs --connect (the server's address on the link)", spec)
@@ -352,6 +357,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		}
 		if err := checkDst("connect", f, spec, src, dst); err != nil {
 			return fmt.Errorf("pingpong: %w", err)
+		}
+		if sendsToSelf(src, dst, 1) {
+			return fmt.Errorf("pingpong: --src %v is --connect %v: the client would send to its own socket and time its own requests", src, dst)
 		}
 		// Connected: a server that is not there shows at once as
 		// ECONNREFUSED (the ICMP port unreachable), not as a timeout.
@@ -422,11 +430,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			if routePicks {
 				hint = fmt.Sprintf(" (a server on 0.0.0.0 or :: answers from the address its route picks, which may not be %v, unless given --pktinfo)", dst.Addr())
 			}
-			wait := o.timeout
-			if d := cmp.Or(o.duration, traffic.DefaultDuration); d < wait {
-				wait = d
+			what := fmt.Sprintf("to %d requests, within %v each", traffic.NoReplyTries, o.timeout)
+			if d := cmp.Or(o.duration, traffic.DefaultDuration); d < o.timeout*traffic.NoReplyTries {
+				what = fmt.Sprintf("within %v (the run's duration)", d)
 			}
-			err = fmt.Errorf("pingpong: no reply from %v within %v: is `skb pingpong --server` running there?%s", dst, wait, hint)
+			err = fmt.Errorf("pingpong: no reply from %v %s: is `skb pingpong --server` running there?%s", dst, what, hint)
 		default:
 			err = fmt.Errorf("pingpong: %w", runErr)
 		}

@@ -236,6 +236,11 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			return fmt.Errorf("pktgen: %w", err)
 		}
 	}
+	if f.dstMAC != "" && spec.link() {
+		if _, err := dstMAC(f); err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
+	}
 	cfg := traffic.PktgenConfig{
 		Size: o.size, Flows: o.flows, FlowLen: o.flowLen, Count: o.count, Duration: o.duration,
 		Rate: o.rate, Burst: o.burst, Clone: o.clone, GSO: o.gso, NoTimestamp: o.noTstamp,

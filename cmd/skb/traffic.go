@@ -70,7 +70,9 @@ func addDevFlags(cmd *cobra.Command, f *devFlags, devExtra string) {
 }
 
 // startProfile starts the CPU profile --cpuprofile asks for and returns
-// the function that stops it.
+// the function that stops it. The profile is written as the run ends,
+// after the result: a write or close that fails then (a full disk) is
+// reported on standard error as a warning that the profile is incomplete.
 func startProfile(f *devFlags) (func(), error) {
 	if f.profile == "" {
 		return func() {}, nil
@@ -79,14 +81,35 @@ func startProfile(f *devFlags) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	if err := pprof.StartCPUProfile(out); err != nil {
+	w := &errWriter{w: out}
+	if err := pprof.StartCPUProfile(w); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	return func() {
 		pprof.StopCPUProfile()
-		out.Close()
+		if err := errors.Join(w.err, out.Close()); err != nil {
+			fmt.Fprintf(os.Stderr, "skb: warning: --cpuprofile %s: %v: the profile is incomplete\n", f.profile, err)
+		}
 	}, nil
+}
+
+// errWriter writes to w and keeps the first error, which runtime/pprof's
+// profile writer does not return.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // addSenderFlags adds the flags of commands that address packets.
@@ -785,11 +808,9 @@ func linkTarget(flag string, spec devSpec, f *devFlags, dst netip.AddrPort) (*he
 	}
 	var mac header.MAC
 	if f.dstMAC != "" {
-		hw, err := net.ParseMAC(f.dstMAC)
-		if err != nil || len(hw) != 6 {
-			return nil, fmt.Errorf("--dst-mac %q is not a MAC address such as 02:00:c6:12:00:02", f.dstMAC)
+		if mac, err = dstMAC(f); err != nil {
+			return nil, err
 		}
-		mac = header.MAC(hw)
 	} else if mac, err = l.neighbour(dst.Addr()); err != nil {
 		return nil, err
 	}
@@ -799,6 +820,23 @@ func linkTarget(flag string, spec devSpec, f *devFlags, dst netip.AddrPort) (*he
 		SourcePort: src.Port(), DestinationPort: dst.Port(),
 		DontFragment: true,
 	}, nil
+}
+
+// dstMAC parses --dst-mac (given: f.dstMAC is not empty). Without
+// --allow-any-dst it must be one station's: a group address (its first
+// octet odd: broadcast, multicast) reaches every host on the link, not the
+// one destination the address guard checked, and all zeros is no
+// station's. The commands check it with their other flags, before they
+// open a device.
+func dstMAC(f *devFlags) (header.MAC, error) {
+	hw, err := net.ParseMAC(f.dstMAC)
+	if err != nil || len(hw) != 6 {
+		return header.MAC{}, fmt.Errorf("--dst-mac %q is not a MAC address such as 02:00:c6:12:00:02", f.dstMAC)
+	}
+	if (hw[0]&1 != 0 || [6]byte(hw) == [6]byte{}) && !f.allowAny {
+		return header.MAC{}, fmt.Errorf("--dst-mac %s is not one station's address (a broadcast, multicast or zero MAC): give a unicast MAC, or --allow-any-dst", hw)
+	}
+	return header.MAC(hw), nil
 }
 
 // holdPorts binds plain UDP sockets to ports PORT to PORT+n-1 of a, which

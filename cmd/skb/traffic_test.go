@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -441,10 +442,10 @@ func TestPingPongNoReply(t *testing.T) {
 		want string
 		hint bool
 	}{
-		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "200ms"}, "within 200ms", false},
-		{[]string{"--connect", fmt.Sprintf("127.0.0.2:%d", p4), "--timeout", "200ms"}, "within 200ms", true},
-		{[]string{"--connect", fmt.Sprintf("[::1]:%d", p6), "--src", "[::1]", "--timeout", "200ms"}, "within 200ms", false},
-		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "30s", "-t", "300ms"}, "within 300ms", false},
+		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "200ms"}, "to 3 requests, within 200ms each", false},
+		{[]string{"--connect", fmt.Sprintf("127.0.0.2:%d", p4), "--timeout", "200ms"}, "to 3 requests, within 200ms each", true},
+		{[]string{"--connect", fmt.Sprintf("[::1]:%d", p6), "--src", "[::1]", "--timeout", "200ms"}, "to 3 requests, within 200ms each", false},
+		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "30s", "-t", "300ms"}, "within 300ms (the run's duration)", false},
 	} {
 		t0 := time.Now()
 		out, errOut, code := skb(t, append([]string{"pingpong", "-n", "5", "--json"}, tc.args...)...)
@@ -607,7 +608,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"pktgen", "--size", "10"}, "--size 10"},
-		{[]string{"pktgen", "--size", "x"}, "invalid argument"},
+		{[]string{"pktgen", "--size", "x"}, "skb: pktgen: --size \"x\": want a whole number\n"},
 		{[]string{"pktgen", "--size", "70000"}, "--size 70000"},
 		{[]string{"pktgen", "--size", "65508"}, "--size 65508: want 28 to 65507 bytes (the largest UDP payload over IPv4)"},
 		{[]string{"pktgen", "--size", "65528", "--dst", "[::1]:9"}, "--size 65528: want 28 to 65527 bytes (the largest UDP payload over IPv6)"},
@@ -676,6 +677,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"sink", "--listen", heldAddr}, "skb: sink: --listen " + heldAddr + " is in use by another socket\n"},
 		{[]string{"pktgen", "--src", "127.0.0.1:9000", "-n", "1"}, "skb: pktgen: --src 127.0.0.1:9000 is a destination of --dst 127.0.0.1:9000 (flows to ports 9000-9000): pktgen would send to its own socket\n"},
 		{[]string{"pktgen", "--src", "0.0.0.0:9002", "--dst", "127.0.0.1:9000", "-f", "4", "-n", "1"}, "pktgen would send to its own socket"},
+		{[]string{"pingpong", "--connect", "127.0.0.1:9000", "--src", "127.0.0.1:9000", "-n", "1"}, "skb: pingpong: --src 127.0.0.1:9000 is --connect 127.0.0.1:9000: the client would send to its own socket and time its own requests\n"},
 		{[]string{"sink", "--listen", flowsFrom, "-f", "3"}, fmt.Sprintf("skb: sink: --listen %s --flows 3: port %d, flow 2's, is in use by another socket\n", flowsFrom, heldPort)},
 		{[]string{"pingpong", "--server", "--listen", heldAddr}, "skb: pingpong: --listen " + heldAddr + " is in use by another socket\n"},
 		{[]string{"pktgen", "--dev", "afpacket:lo"}, "skb: pktgen: --dev afpacket:lo needs --dst (an address on the link)\n"},
@@ -700,6 +702,12 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--dev", "afxdp:lo:x"}, "queue"},
 		{[]string{"pktgen", "--dev", "afpacket:lo", "--gso"}, "--gso needs --dev udp"},
 		{[]string{"pktgen", "--dst-mac", "02:00:00:00:00:01"}, "--dst-mac needs"},
+		{[]string{"pktgen", "--dev", "afpacket:lo", "--dst", "127.0.0.1:9000", "--dst-mac", "ff:ff:ff:ff:ff:ff", "-n", "1"}, "skb: pktgen: --dst-mac ff:ff:ff:ff:ff:ff is not one station's address (a broadcast, multicast or zero MAC): give a unicast MAC, or --allow-any-dst\n"},
+		{[]string{"pingpong", "--dev", "afpacket:lo", "--connect", "127.0.0.1:9000", "--dst-mac", "01:00:5e:00:00:01", "-n", "1"}, "--dst-mac 01:00:5e:00:00:01 is not one station's address"},
+		{[]string{"pktgen", "--dev", "afpacket:lo", "--dst", "127.0.0.1:9000", "--dst-mac", "02:00:00:00:00", "-n", "1"}, "skb: pktgen: --dst-mac \"02:00:00:00:00\" is not a MAC address such as 02:00:c6:12:00:02\n"},
+		{[]string{"pktgen", "-s", "99999999999999999999"}, "skb: pktgen: --size \"99999999999999999999\": want a whole number, and one in range\n"},
+		{[]string{"pktgen", "-n", "-1"}, "skb: pktgen: --count \"-1\": want a whole number, 0 or more\n"},
+		{[]string{"pktgen", "-r", "abc"}, "skb: pktgen: --rate \"abc\": want a number\n"},
 		{[]string{"pktgen", "extra"}, "unknown command"},
 		{[]string{"pktgen", "--nosuchflag"}, "unknown flag"},
 		{[]string{"sink", "--listen", "198.18.0.2:9000"}, "198.18.0.2 is not an address of this host (in this network namespace): a sink can only receive on its own addresses"},
@@ -1473,4 +1481,20 @@ func startThenRemove(t *testing.T, cmd *exec.Cmd, h *lab.Host, after time.Durati
 		t.Fatalf("ip link del: %v: %s", err, out)
 	}
 	return time.Now()
+}
+
+// TestCPUProfile checks --cpuprofile: a profile go tool pprof reads, and a
+// warning, the run's result and exit status kept, when the profile cannot
+// be written (a full disk: /dev/full).
+func TestCPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	mustSkb(t, "pktgen", "--dev", "memring", "-n", "100000", "--cpuprofile", prof)
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Fatalf("profile %s: %v", prof, err)
+	}
+	out, errOut, code := skb(t, "pktgen", "--dev", "memring", "-n", "1000", "--cpuprofile", "/dev/full")
+	if code != 0 || !strings.Contains(out, "sent 1000 packets") ||
+		errOut != "skb: warning: --cpuprofile /dev/full: write /dev/full: no space left on device: the profile is incomplete\n" {
+		t.Errorf("--cpuprofile /dev/full: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
