@@ -209,7 +209,7 @@ func catalog() []Experiment {
 		{
 			Name: "c-udp", Ref: true, refProgs: []string{"udp_send", "udp_recv"},
 			Title:   "skb beside the C reference on UDP loopback (udp_send -> udp_recv), 64 B",
-			Shows:   "each skb variant runs interleaved with the C program doing the same (sendto/recvfrom, sendmmsg/recvmmsg 64, UDP_SEGMENT, UDP_GRO); the ratio is skb over C. skb's sender and sink run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pktgen and skb sink processes, each pinned to its CPU in a session of its own, as the C programs run, the sink waiting to be woken (--sleep 0) as C's receiver does, pktgen writing no send time in its stamps (--no-timestamp) as C's udp_send writes none (the time-stamped row shows what reading the clock for every datagram costs); skb pktgen connects its socket to its one destination, so its burst 1 and burst 64 rows are against C's udp_send connected too (-C), and its GSO rows against C's plain ones (a GSO message is routed once per 64 datagrams either way). skb's sinks ask the kernel for no source address, which they do not use; C's udp_recv asks for it. tx cpu and rx cpu are the CPU time per packet of the sending and the receiving thread (of a C program or an skb process, from its getrusage).",
+			Shows:   "each skb variant runs interleaved with the C program doing the same (sendto/recvfrom, sendmmsg/recvmmsg 64, UDP_SEGMENT, UDP_GRO); the ratio is skb over C. skb's sender and sink run as two threads of the bench's process; with the skb tool at hand (skb bench), also as skb pktgen and skb sink processes, each pinned to its CPU in a session of its own, as the C programs run, the sink waiting to be woken (--sleep 0) as C's receiver does. Either way skb's pktgen writes no send time in its stamps (--no-timestamp; the sink then times nothing), as C's udp_send writes none and C's udp_recv times nothing; the time-stamped rows show what reading the clock for every datagram and timing it at the sink cost. skb pktgen connects its socket to its one destination, so its burst 1 and burst 64 rows are against C's udp_send connected too (-C), and its GSO rows against C's plain ones (a GSO message is routed once per 64 datagrams either way). skb's sinks ask the kernel for no source address, which they do not use; C's udp_recv asks for it. tx cpu and rx cpu are the CPU time per packet of the sending and the receiving thread (of a C program or an skb process, from its getrusage).",
 			Metrics: []Metric{mRxPPS, mTxPPS, mTxCPU, mRxCPU},
 			variants: func(e *env) []variant {
 				c := func(name string, send, recv []string) variant {
@@ -218,19 +218,20 @@ func catalog() []Experiment {
 				rx := func(min float64) map[string]Target { return map[string]Target{mRxPPS.Name: {Min: min}} }
 				v := []variant{
 					c("C sendto", []string{"-s", "64", "-b", "1"}, []string{"-b", "1"}),
-					withTargets(udpVariant("skb burst 1", "C sendto", udpFlow{size: 64, burst: 1}), rx(0.9)),
-					withTargets(udpVariant("skb burst 1, sleeping sink", "C sendto", udpFlow{size: 64, burst: 1, sleep: traffic.DefaultSinkSleep}), rx(0.9)),
+					withTargets(udpVariant("skb burst 1", "C sendto", udpFlow{noTimestamp: true, size: 64, burst: 1}), rx(0.9)),
+					udpVariant("skb burst 1, time-stamped", "C sendto", udpFlow{size: 64, burst: 1}),
+					withTargets(udpVariant("skb burst 1, sleeping sink", "C sendto", udpFlow{noTimestamp: true, size: 64, burst: 1, sleep: traffic.DefaultSinkSleep}), rx(0.9)),
 					c("C sendto, spinning receiver", []string{"-s", "64", "-b", "1"}, []string{"-b", "1", "-n"}),
-					withTargets(udpVariant("skb burst 1, spinning sink", "C sendto, spinning receiver", udpFlow{size: 64, burst: 1, spin: true}), rx(0.9)),
+					withTargets(udpVariant("skb burst 1, spinning sink", "C sendto, spinning receiver", udpFlow{noTimestamp: true, size: 64, burst: 1, spin: true}), rx(0.9)),
 					c("C sendmmsg 64", []string{"-s", "64", "-b", "64"}, []string{"-b", "64", "-w"}),
-					withTargets(udpVariant("skb burst 64", "C sendmmsg 64", udpFlow{size: 64, burst: 64}), rx(0.95)),
-					withTargets(udpVariant("skb burst 64, sleeping sink", "C sendmmsg 64", udpFlow{size: 64, burst: 64, sleep: traffic.DefaultSinkSleep}), rx(0.95)),
+					withTargets(udpVariant("skb burst 64", "C sendmmsg 64", udpFlow{noTimestamp: true, size: 64, burst: 64}), rx(0.95)),
+					withTargets(udpVariant("skb burst 64, sleeping sink", "C sendmmsg 64", udpFlow{noTimestamp: true, size: 64, burst: 64, sleep: traffic.DefaultSinkSleep}), rx(0.95)),
 					c("C sendmmsg 64, spinning receiver", []string{"-s", "64", "-b", "64"}, []string{"-b", "64", "-n"}),
-					withTargets(udpVariant("skb burst 64, spinning sink", "C sendmmsg 64, spinning receiver", udpFlow{size: 64, burst: 64, spin: true}), rx(0.95)),
+					withTargets(udpVariant("skb burst 64, spinning sink", "C sendmmsg 64, spinning receiver", udpFlow{noTimestamp: true, size: 64, burst: 64, spin: true}), rx(0.95)),
 					c("C GSO 64", []string{"-s", "64", "-b", "1", "-g", "64"}, []string{"-b", "64", "-w"}),
-					withTargets(udpVariant("skb GSO 64", "C GSO 64", udpFlow{size: 64, burst: 64, gso: true}), rx(0.9)),
+					withTargets(udpVariant("skb GSO 64", "C GSO 64", udpFlow{noTimestamp: true, size: 64, burst: 64, gso: true}), rx(0.9)),
 					c("C GSO 64 + GRO", []string{"-s", "64", "-b", "1", "-g", "64"}, []string{"-b", "64", "-w", "-G"}),
-					withTargets(udpVariant("skb GSO 64 + GRO", "C GSO 64 + GRO", udpFlow{size: 64, burst: 64, gso: true, gro: true}), rx(0.8)),
+					withTargets(udpVariant("skb GSO 64 + GRO", "C GSO 64 + GRO", udpFlow{noTimestamp: true, size: 64, burst: 64, gso: true, gro: true}), rx(0.8)),
 				}
 				if e.opts.Tool != "" {
 					// The tool's pktgen and sink as C's programs run; the
