@@ -21,6 +21,7 @@ type flowState struct {
 	reord  uint64
 	dup    uint64
 	last   uint64 // the Counter's packet count at the flow's last packet
+	epoch  uint64 // the Counter's epoch at the flow's last packet (Age)
 	// seen is a ring of bits, one per sequence number: bit s%64 of word
 	// (s/64)%dupWords is set once s has arrived. It holds the blocks of
 	// 64 from (next-1)/64-dupWords+1 to (next-1)/64, so at least the
@@ -97,12 +98,12 @@ const MaxSeqJump = 1 << 32
 // bitmap of 128 bytes per flow), to tell a duplicate from a late packet.
 // A packet whose stamp carries a run other than the one its flow has
 // counts in a flow of its own: a generator's next run replaces the run
-// before it once that one has been quiet for 65536 packets (of any flow;
-// the old run's figures stay in the totals), and runs sending at the same
-// time (two generators to one port) are counted apart: beside the run in
-// each flow's table entry, up to 64 (run, flow) pairs in all (a run with
-// N flows takes N; one beside that has been quiet for 65536 packets makes
-// room); past that, the packets of a further pair count as untracked (in
+// before it once that one has been quiet (65536 packets of any flow since
+// its last, or a whole epoch: see Age; the old run's figures stay in the
+// totals), and runs sending at the same time (two generators to one port)
+// are counted apart: beside the run in each flow's table entry, up to 64
+// (run, flow) pairs in all (a run with N flows takes N; one beside that
+// has been quiet makes room); past that, the packets of a further pair count as untracked (in
 // Packets only) until there is room. Flows numbered above the table's
 // limit (MaxFlows; SetTableLimit lowers it) are counted beside it the same
 // way. Add allocates only when a flow number above all seen so far arrives
@@ -123,6 +124,7 @@ type Counter struct {
 	// been quiet for runQuiet packets: a full side table is scanned for
 	// one only past it.
 	sideBusy  uint64
+	epoch     uint64 // Age calls so far
 	packets   uint64
 	untracked uint64
 	folded    FlowTotals // of runs replaced in their flow
@@ -185,7 +187,7 @@ func (c *Counter) Add(s Stamp) {
 		c.untracked++
 		return
 	}
-	f.last = c.packets
+	f.last, f.epoch = c.packets, c.epoch
 	if f.active && (s.Seq >= f.next && s.Seq-f.next >= MaxSeqJump || s.Seq < f.next && f.next-s.Seq >= MaxSeqJump) {
 		c.untracked++
 		return
@@ -193,7 +195,7 @@ func (c *Counter) Add(s Stamp) {
 	w, bit := (s.Seq/64)%dupWords, uint64(1)<<(s.Seq%64)
 	switch {
 	case !f.active:
-		*f = flowState{run: s.Run, active: true, first: s.Seq, next: s.Seq + 1, unique: 1, last: c.packets}
+		*f = flowState{run: s.Run, active: true, first: s.Seq, next: s.Seq + 1, unique: 1, last: c.packets, epoch: c.epoch}
 	case s.Seq >= f.next:
 		f.advance(s.Seq)
 		f.unique++
@@ -227,7 +229,7 @@ func (c *Counter) otherRun(f *flowState, s Stamp) *flowState {
 	if o := c.side[k]; o != nil {
 		return o
 	}
-	if f != nil && c.packets-f.last > runQuiet {
+	if f != nil && c.quiet(f) {
 		c.fold(f)
 		return f
 	}
@@ -235,14 +237,15 @@ func (c *Counter) otherRun(f *flowState, s Stamp) *flowState {
 		// A new run while 64 are counted beside: a run that stopped
 		// makes room. The scan finds none before sideBusy, and a scan
 		// that finds none moves sideBusy to the earliest a run beside
-		// can turn quiet, so that a stream of further runs costs one
-		// scan per runQuiet packets at most, not one per packet.
+		// can turn quiet by its packets, so that a stream of further
+		// runs costs one scan per runQuiet packets (or per Age) at
+		// most, not one per packet.
 		if c.packets <= c.sideBusy {
 			return nil
 		}
 		busy := uint64(math.MaxUint64)
 		for k, o := range c.side {
-			if c.packets-o.last > runQuiet {
+			if c.quiet(o) {
 				c.fold(o)
 				delete(c.side, k)
 				if c.hot == o {
@@ -263,6 +266,24 @@ func (c *Counter) otherRun(f *flowState, s Stamp) *flowState {
 	o := new(flowState)
 	c.side[k] = o
 	return o
+}
+
+// quiet reports whether f's run has stopped, as far as the Counter can
+// tell: runQuiet packets (of any flow) came since its last, or a whole
+// epoch passed without one (Age).
+func (c *Counter) quiet(f *flowState) bool {
+	return c.packets-f.last > runQuiet || c.epoch >= f.epoch+2
+}
+
+// Age starts a new epoch: a run without a packet since before the last
+// call counts as stopped, however few packets came meanwhile, and its
+// flow makes room for the next run. A sink calls it every second, so that
+// a run a second quiet gives way to the next even when both are short
+// (70 runs of 200 packets one after the other: each counted, not the
+// 65th on untracked).
+func (c *Counter) Age() {
+	c.epoch++
+	c.sideBusy = 0
 }
 
 // fold adds the figures of f's run to the totals and makes f free.
@@ -314,5 +335,5 @@ func (c *Counter) Reset() {
 	clear(c.flows)
 	clear(c.side)
 	c.hot = nil
-	c.packets, c.untracked, c.folded, c.sideBusy = 0, 0, FlowTotals{}, 0
+	c.packets, c.untracked, c.folded, c.sideBusy, c.epoch = 0, 0, FlowTotals{}, 0, 0
 }

@@ -202,6 +202,7 @@ type Sink struct {
 	linkGSO bool // a link-layer device that hands over GSO super-frames (GSOFramer)
 
 	cnt     Counter
+	ageAt   time.Duration // when the Counter next ages (Age, every second)
 	lat     Histogram
 	packets uint64
 	limit   uint64 // packets may not pass it: Count or MaxUint64 (without quota)
@@ -382,6 +383,11 @@ func (s *Sink) count(b *skb.Buff, off, l int, now time.Duration) {
 	if !ok {
 		s.nostamp++
 		return
+	}
+	if now >= s.ageAt {
+		// A run a second quiet gives way to the next (Counter.Age).
+		s.cnt.Age()
+		s.ageAt = now + time.Second
 	}
 	s.cnt.Add(st)
 	// A send time more than MaxLatency away from the receipt is a stamp

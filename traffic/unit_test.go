@@ -488,6 +488,42 @@ func TestCounterRuns(t *testing.T) {
 	}
 }
 
+// TestCounterAge checks that runs one after the other, each short, are
+// all counted when the Counter ages between them (a sink calls Age every
+// second): without Age the 66th and later are untracked, none of the
+// runs before having been quiet for runQuiet packets.
+func TestCounterAge(t *testing.T) {
+	for _, age := range []bool{false, true} {
+		var c Counter
+		for run := range uint32(70) {
+			for i := range uint64(200) {
+				if i != 10 {
+					c.Add(Stamp{Run: 100 + run, Seq: i})
+				}
+			}
+			if age {
+				c.Age()
+				c.Age()
+			}
+		}
+		got := c.Totals()
+		if age && (got.Flows != 70 || got.Untracked != 0 || got.Lost != 70) {
+			t.Errorf("70 runs of 200 packets, aged between: %+v, want 70 flows, 70 lost, none untracked", got)
+		}
+		if !age && (got.Flows != 65 || got.Untracked != 5*199) {
+			t.Errorf("70 runs of 200 packets, not aged: %+v, want 65 flows, %d untracked", got, 5*199)
+		}
+	}
+	// A run that sent in the last epoch is not taken for stopped.
+	var c Counter
+	c.Add(Stamp{Run: 1, Seq: 0})
+	c.Age()
+	c.Add(Stamp{Run: 2, Seq: 0})
+	if got := c.Totals(); got.Flows != 2 || len(c.side) != 1 {
+		t.Errorf("a second run one Age after the first: %+v, %d beside; want both counted apart", got, len(c.side))
+	}
+}
+
 // TestCounterTableLimit checks a Counter whose table SetTableLimit
 // bounded, as each port's of a sink on many ports: a flow above the limit
 // is counted beside the table, with its losses, without the table growing

@@ -112,7 +112,8 @@ one after the other too): two pktgens sending to one port at once are
 counted apart. Beside each flow's first run, 64 more (run, flow) pairs are
 counted at a time (per port on the udp device, so 65 runs a port; for all
 ports together on a link-layer one, where a run of --flows N takes N); the
-packets of more count as unstamped until one of them stops.
+packets of more count as unstamped until one of them stops (a run a second
+without a packet, or 65536 packets of others since its last, has stopped).
 
 ` + signalHelp,
 		Args: cobra.NoArgs,
