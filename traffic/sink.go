@@ -87,7 +87,11 @@ type SinkConfig struct {
 	// describes them (afpacket opened with Config.VnetHdr); elsewhere it
 	// counts as one, and the others show as lost. Addr, when valid, also
 	// limits the count to datagrams whose IP destination is Addr (IPv4 or
-	// IPv6, compared unmapped); others count in Other.
+	// IPv6, compared unmapped); others count in Other. So do frames whose
+	// checksums fail, as the kernel drops them, since a stamp in a corrupt
+	// frame is not to be trusted: the IPv4 header's checksum always, and
+	// on a ChecksumStater the UDP checksum of a frame the device left
+	// CHECKSUM_NONE (neither verified nor still to be computed).
 	Link  bool
 	Port  uint16
 	Ports int
@@ -163,7 +167,8 @@ type SinkResult struct {
 	Flows      int
 
 	// Other counts frames a link-layer sink did not count: not UDP, not to
-	// its port, IP fragments, or not parsable.
+	// its port, IP fragments, not parsable, or failing a checksum (see
+	// SinkConfig.Link).
 	Other uint64
 
 	// KernelDrops is the growth of rx_dropped_kernel: datagrams or frames
@@ -200,6 +205,9 @@ type Sink struct {
 	ports   int
 	handler netdev.Handler
 	linkGSO bool // a link-layer device that hands over GSO super-frames (GSOFramer)
+	// csumStates: a link-layer device that sets checksum states
+	// (ChecksumStater): a CHECKSUM_NONE frame's UDP checksum is verified.
+	csumStates bool
 
 	cnt     Counter
 	ageAt   time.Duration // when the Counter next ages (Age, every second)
@@ -262,6 +270,9 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 	if g, ok := dev.(GSOFramer); ok {
 		s.linkGSO = g.GSOFrames()
 	}
+	if c, ok := dev.(ChecksumStater); ok {
+		s.csumStates = c.ChecksumStates()
+	}
 	s.handler = s.handle
 	s.clk = newClock()
 	s.st0 = dev.Stats()
@@ -301,6 +312,16 @@ func (s *Sink) Poll() (int, error) {
 	return n, err
 }
 
+// badChecksum reports whether the frame b, parsed into f, fails its IPv4
+// header checksum, or, when states (the device is a ChecksumStater) and b
+// is CHECKSUM_NONE, its UDP checksum; see SinkConfig.Link.
+func badChecksum(b *skb.Buff, f *header.Frame, states bool) bool {
+	if states && b.IPSummed() == skb.ChecksumNone {
+		return f.VerifyChecksumBuff(b) != nil
+	}
+	return f.EtherType == header.EtherTypeIPv4 && !header.IPv4(b.Data()[f.NetworkOffset:]).ChecksumValid()
+}
+
 func (s *Sink) clock() time.Duration {
 	if !s.nowOK {
 		s.now, s.nowOK = s.clk.now(), true
@@ -325,6 +346,11 @@ func (s *Sink) handle(b *skb.Buff) {
 		u := header.UDP(data[f.TransportOffset:])
 		if p := u.DestinationPort(); s.cfg.Port != 0 && (p < s.cfg.Port || int(p-s.cfg.Port) >= s.ports) ||
 			s.cfg.Addr.IsValid() && frameDst(data, f) != s.cfg.Addr {
+			s.other++
+			s.cache.Free(b)
+			return
+		}
+		if badChecksum(b, f, s.csumStates) {
 			s.other++
 			s.cache.Free(b)
 			return

@@ -1498,3 +1498,56 @@ func TestCPUProfile(t *testing.T) {
 		t.Errorf("--cpuprofile /dev/full: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestSinkBadChecksums has scapy send a link-layer sink in lab side B
+// three frames with a wrong UDP checksum and three with a wrong IPv4
+// header checksum, each with a good stamp, then two good frames. The
+// afpacket sink, whose device sets checksum states, counts the six in
+// other and the two good ones alone; the afxdp sink catches the IPv4
+// header ones (a frame over AF_XDP says nothing of its UDP checksum, which
+// a sender on this host leaves to be computed).
+func TestSinkBadChecksums(t *testing.T) {
+	bin := buildSkb(t)
+	py := labtest.ScapyPython(t)
+	l := labtest.New(t, lab.Options{})
+	script := fmt.Sprintf(`
+import struct
+from scapy.all import *
+conf.verb = 0
+def f(seq):
+    p = Ether(src=%q, dst=%q)/IP(src="198.18.0.1", dst="198.18.0.2")/UDP(sport=9000, dport=9000)/Raw(struct.pack(">IIIQQ", 0xbe9be955, 7, 0, seq, 0) + bytes(36))
+    return Ether(bytes(p))
+frames = []
+for i in range(3):
+    p = f(i); p[UDP].chksum ^= 0x5555; frames.append(p)
+for i in range(3):
+    p = f(3 + i); p[IP].chksum ^= 0x5555; frames.append(p)
+frames += [f(6), f(7)]
+sendp(frames, iface=%q)
+`, lab.MACA.String(), lab.MACB.String(), l.A.Ifname)
+	for _, tc := range []struct {
+		dev            string
+		packets, other uint64
+	}{
+		{"afpacket:" + l.B.Ifname, 2, 6},
+		{"afxdp:" + l.B.Ifname, 5, 3},
+	} {
+		cmd := l.B.Cmd(bin, "sink", "--dev", tc.dev, "--listen", "198.18.0.2:9000", "-t", "5s", "--idle", "500ms", "--json")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // the sink's socket and ring made
+		if out, err := l.A.Cmd(py, "-c", script).CombinedOutput(); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("scapy: %v\n%s", err, out)
+		}
+		err := cmd.Wait()
+		_, r := ndjson(t, stdout.String())
+		if err != nil || r == nil || num(r, "packets") != tc.packets || num(r, "other") != tc.other {
+			t.Errorf("%s: %v, stderr %q, result %v; want %v packets, %v other", tc.dev, err, stderr.String(), r, tc.packets, tc.other)
+		}
+	}
+}

@@ -824,6 +824,13 @@ func OpenFanout(cfg Config, n int) ([]*Device, error) {
 // GSO fields set (Config.VnetHdr).
 func (d *Device) GSOFrames() bool { return d.cfg.VnetHdr }
 
+// ChecksumStates returns true: Poll sets each frame's checksum state from
+// the kernel's (CHECKSUM_UNNECESSARY when it verified the checksum,
+// CHECKSUM_PARTIAL when the frame came from this host with its checksum
+// still to be computed), so a frame left CHECKSUM_NONE carries a checksum
+// to verify (traffic.ChecksumStater).
+func (d *Device) ChecksumStates() bool { return true }
+
 // vnetLen is the length of the header PACKET_VNET_HDR puts before each frame
 // on this socket: vnetHdrLen with Config.VnetHdr, else 0.
 func (d *Device) vnetLen() int {

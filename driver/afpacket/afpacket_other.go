@@ -92,3 +92,6 @@ func (d *Device) FanoutGroup() uint16 { return 0 }
 
 // GSOFrames returns false.
 func (d *Device) GSOFrames() bool { return false }
+
+// ChecksumStates returns false.
+func (d *Device) ChecksumStates() bool { return false }

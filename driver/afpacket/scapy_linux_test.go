@@ -4,7 +4,6 @@ package afpacket
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ var scapyBad = []string{
 // the time it hands over the good frame after bad frame i it must have
 // counted i+1 frames in rx_dropped_malformed; nothing may panic or leak.
 func TestScapyMalformed(t *testing.T) {
-	py := scapyPython(t)
+	py := labtest.ScapyPython(t)
 	l := newLab(t)
 	d := openIn(t, &l.B, Config{DropMalformed: true})
 
@@ -74,18 +73,4 @@ func TestScapyMalformed(t *testing.T) {
 			break
 		}
 	}
-}
-
-// scapyPython returns a python3 that imports scapy (Debian's, where the
-// python3-scapy package puts it, before any other on PATH), or skips t
-// (fails it under CI) when there is none.
-func scapyPython(t *testing.T) string {
-	t.Helper()
-	for _, py := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(py, "-c", "import scapy.all").Run() == nil {
-			return py
-		}
-	}
-	labtest.RequireTool(t, "scapy-python3-module", "python3-scapy")
-	return ""
 }

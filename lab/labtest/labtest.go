@@ -60,6 +60,20 @@ func RequireTool(tb testing.TB, prog, pkg string) {
 	}
 }
 
+// ScapyPython returns a python3 that imports scapy, the packet crafter
+// (Debian's /usr/bin/python3, where the python3-scapy package puts it,
+// before any other python3 in PATH), or skips tb (fails it when CI=true).
+func ScapyPython(tb testing.TB) string {
+	tb.Helper()
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(py, "-c", "import scapy.all").Run() == nil {
+			return py
+		}
+	}
+	SkipOrFail(tb, "needs python3 with the scapy module (Debian package python3-scapy)")
+	return ""
+}
+
 var cleanupOnce sync.Once
 
 // New makes a lab with opts for tb and registers its Close with tb.Cleanup,
