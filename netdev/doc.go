@@ -29,7 +29,12 @@
 //
 // A Device is one queue and belongs to one goroutine: Xmit, Flush, Poll, Wait
 // and the device's Cache are used from that goroutine only. Stats and Close
-// are safe from any goroutine.
+// are safe from any goroutine. The drivers do not lock their queues (a lock
+// per packet would cost more than the rest of Xmit): two goroutines calling
+// Xmit on one device at once corrupt its queue, which shows as a nil
+// pointer or a double free far from the cause, and which `go test -race`
+// reports as a data race where it happens. Give each goroutine a device
+// of its own (a socket, a queue) instead.
 //
 // # What it is not
 //

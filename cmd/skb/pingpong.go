@@ -377,6 +377,9 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		dev, closeDev = d, d.Close
 		routePicks = d.LocalAddr().Addr() != dst.Addr().Unmap()
 	case devMemring:
+		if err := checkMemringSize(fmt.Sprintf("--size %d", o.size), o.size); err != nil {
+			return fmt.Errorf("pingpong: %w", err)
+		}
 		busy := o.busy
 		dev, closeDev, err = memringPeer(func(ctx context.Context, peer netdev.Device) {
 			traffic.Echo(ctx, peer, traffic.EchoConfig{Spin: busy, Idle: -1, Duration: 24 * time.Hour})

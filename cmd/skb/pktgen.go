@@ -309,6 +309,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			cfg.Dst = dst
 		}
 	case spec.kind == devMemring:
+		if err := checkMemringSize(largest(o.size, cfg.IMIX)); err != nil {
+			return fmt.Errorf("pktgen: %w", err)
+		}
 		dev, closeDev, err = memringPeer(drain)
 		if err != nil {
 			return fmt.Errorf("pktgen: %w", err)
@@ -328,14 +331,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		if err != nil {
 			return fmt.Errorf("pktgen: %w", err)
 		}
-		size, what := o.size, fmt.Sprintf("--size %d", o.size)
-		if cfg.IMIX != nil {
-			size = 0
-			for _, e := range cfg.IMIX {
-				size = max(size, e.Size)
-			}
-			what = fmt.Sprintf("--imix size %d", size)
-		}
+		what, size := largest(o.size, cfg.IMIX)
 		if err := checkFrameSize(what, spec, d, size, dst.Addr().Is6()); err != nil {
 			d.Close()
 			return fmt.Errorf("pktgen: %w", err)
@@ -437,6 +433,20 @@ func sendsToSelf(src, dst netip.AddrPort, flows int) bool {
 	}
 	a, d := src.Addr().Unmap(), dst.Addr().Unmap()
 	return a == d || a.IsUnspecified() && d.IsLoopback()
+}
+
+// largest returns the largest UDP payload a run sends, in bytes, and how
+// the flags name it ("--size 2000", "--imix size 9000"): size, or the
+// largest of mix when there is one.
+func largest(size int, mix []traffic.IMIXEntry) (string, int) {
+	if mix == nil {
+		return fmt.Sprintf("--size %d", size), size
+	}
+	size = 0
+	for _, e := range mix {
+		size = max(size, e.Size)
+	}
+	return fmt.Sprintf("--imix size %d", size), size
 }
 
 // fragmentWarning returns the warning of command what (pktgen, pingpong)

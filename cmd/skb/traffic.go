@@ -593,6 +593,17 @@ func memringPeer(fn func(ctx context.Context, peer netdev.Device)) (netdev.Devic
 	}, nil
 }
 
+// checkMemringSize refuses, before anything is sent, payloads of size
+// bytes (what names them by their flag, such as "--size 9000") longer
+// than memringPeer's devices carry (memring.DefaultRxBufSize), which the
+// device would refuse one by one as too big.
+func checkMemringSize(what string, size int) error {
+	if size <= memring.DefaultRxBufSize {
+		return nil
+	}
+	return fmt.Errorf("%s: packet too big for the device: --dev memring carries packets of up to %d bytes", what, memring.DefaultRxBufSize)
+}
+
 // drain frees whatever peer receives until ctx is done.
 func drain(ctx context.Context, peer netdev.Device) {
 	c := peer.Cache()
