@@ -103,11 +103,13 @@ const MaxSeqJump = 1 << 32
 // totals), and runs sending at the same time (two generators to one port)
 // are counted apart: beside the run in each flow's table entry, up to 64
 // (run, flow) pairs in all (a run with N flows takes N; one beside that
-// has been quiet makes room); past that, the packets of a further pair count as untracked (in
+// has been quiet makes room; a run that sends less than once an epoch
+// while others send is taken for stopped, and its next packet starts it
+// again, its loss across the gap not counted); past that, the packets of a further pair count as untracked (in
 // Packets only) until there is room. Flows numbered above the table's
 // limit (MaxFlows; SetTableLimit lowers it) are counted beside it the same
 // way. Add allocates only when a flow number above all seen so far arrives
-// (the table grows, up to its limit: 184 bytes a flow, 12 MB for
+// (the table grows, up to its limit: 192 bytes a flow, 12 MiB for
 // MaxFlows) and for each run counted beside another. A Counter is not
 // safe for concurrent use.
 type Counter struct {
@@ -145,7 +147,7 @@ const (
 )
 
 // SetTableLimit bounds the flow table to n flows (at most MaxFlows; 0
-// restores MaxFlows), n*184 bytes: stamps of flows numbered n or more are
+// restores MaxFlows), n*192 bytes: stamps of flows numbered n or more are
 // counted beside the table, 64 (run, flow) pairs at most. One Counter per
 // port of a sink on many ports takes a small limit, so that a forged stamp
 // with a high flow number cannot make every port's table MaxFlows long.

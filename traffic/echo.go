@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/skbdev/skb/header"
@@ -87,16 +89,20 @@ type EchoResult struct {
 }
 
 type echoer struct {
-	dev     netdev.Device
-	cache   *pool.Cache
-	ax      AddrXmitter
-	sx      SrcXmitter     // ax with PktInfo on: answers from the request's destination
-	local   netip.AddrPort // ax's bound address, when it reports one (LocalAddr)
-	cfg     EchoConfig
-	res     EchoResult
-	stop    bool
-	handler netdev.Handler
-	frame   header.Frame // the request being answered, parsed in place
+	dev   netdev.Device
+	cache *pool.Cache
+	ax    AddrXmitter
+	sx    SrcXmitter     // ax with PktInfo on: answers from the request's destination
+	local netip.AddrPort // ax's bound address, when it reports one (LocalAddr)
+	// hostAddrs are this host's addresses (in the network namespace of the
+	// thread Echo started on) when local's address is unspecified: a
+	// datagram from one of them at local's port is from the server.
+	hostAddrs []netip.Addr
+	cfg       EchoConfig
+	res       EchoResult
+	stop      bool
+	handler   netdev.Handler
+	frame     header.Frame // the request being answered, parsed in place
 }
 
 // Echo answers every request dev receives by sending the very buffer back
@@ -137,6 +143,9 @@ func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, e
 		if l, ok := dev.(interface{ LocalAddr() netip.AddrPort }); ok {
 			a := l.LocalAddr()
 			e.local = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+			if e.local.Addr().IsUnspecified() {
+				e.hostAddrs = hostAddrs()
+			}
 		}
 	}
 	if cfg.From.IsValid() && e.ax == nil {
@@ -197,11 +206,12 @@ func (e *echoer) handle(b *skb.Buff) {
 
 // fromSelf reports whether a datagram from src came from the server's
 // own socket: its port, and its bound address, or with the socket bound
-// to the unspecified address a loopback address or the address the
-// datagram came to (PktInfo). Only a forged datagram does; answering it
-// would send it back to the server, which would answer it again, without
-// end. Datagrams between two servers can still loop, as between any two
-// echo services (RFC 862): the run's bounds end it.
+// to the unspecified address a loopback address, an address of this host
+// when Echo started, or the address the datagram came to (PktInfo). Only
+// a forged datagram does; answering it would send it back to the server,
+// which would answer it again, without end. Datagrams between two servers
+// can still loop, as between any two echo services (RFC 862): the run's
+// bounds end it.
 func (e *echoer) fromSelf(src netip.AddrPort) bool {
 	if src.Port() != e.local.Port() || !e.local.IsValid() {
 		return false
@@ -210,7 +220,23 @@ func (e *echoer) fromSelf(src netip.AddrPort) bool {
 	if l := e.local.Addr(); !l.IsUnspecified() {
 		return a == l
 	}
-	return a.IsLoopback() || e.sx != nil && a == e.sx.DstAddr().Unmap()
+	return a.IsLoopback() || slices.Contains(e.hostAddrs, a) || e.sx != nil && a == e.sx.DstAddr().Unmap()
+}
+
+// hostAddrs returns the addresses of this host's interfaces, unmapped, or
+// none when they cannot be read.
+func hostAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	return out
 }
 
 func (e *echoer) count(n int, err error) {

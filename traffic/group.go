@@ -78,10 +78,12 @@ const portFlows = 64
 // buffers of a Poll that another sink's packets left without their share,
 // and the datagrams of a GSO buffer past Count, which are freed uncounted.
 //
-// Each sink counts its flows in a table of portFlows (64) flows; stamps of
-// higher flow numbers are counted beside it, 64 (run, flow) pairs at most
-// (Counter.SetTableLimit): a port of a generator's flows sees one flow
-// each, and forged stamps cannot make every port's table MaxFlows long.
+// On datagram devices (a socket per port) each sink counts its flows in a
+// table of portFlows (64) flows; stamps of higher flow numbers are counted
+// beside it, 64 (run, flow) pairs at most (Counter.SetTableLimit): a port
+// of a generator's flows sees one flow each, and forged stamps cannot make
+// every port's table MaxFlows long. Link-layer sinks (fanout members, each
+// seeing any of the flows) keep MaxFlows each.
 //
 // OnInterval, when set, is called on the calling goroutine once for each
 // interval index k >= 1 that a polling goroutine reported, in increasing
@@ -118,7 +120,7 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 		if err != nil {
 			return SinkResult{}, err
 		}
-		if len(devs) > 1 {
+		if len(devs) > 1 && !cfg.Link {
 			s.cnt.SetTableLimit(portFlows)
 		}
 		sinks[i] = s

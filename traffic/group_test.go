@@ -143,6 +143,30 @@ func TestRunSinksCountExact(t *testing.T) {
 	}
 }
 
+// TestRunSinksFlowTable checks that a group of datagram devices bounds
+// each sink's flow table (portFlows, and maxSideRuns beside it): 200 flows
+// into each of two sinks, one packet each, count 128 flows a sink and
+// leave 72 unstamped, where a table of MaxFlows would take them all.
+func TestRunSinksFlowTable(t *testing.T) {
+	tx, rx := pairs(t, 2, memring.Config{RingSize: 1024})
+	for _, a := range tx {
+		g, err := NewPktgen(a, PktgenConfig{Count: 200, Flows: 200, Burst: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g.Queued() < 200 {
+			if _, err := g.Burst(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r, err := RunSinks(context.Background(), rx, SinkConfig{Count: 400, Duration: 10 * time.Second})
+	want := 2 * (portFlows + maxSideRuns)
+	if err != nil || r.Packets != 400 || r.Flows != want || r.Unstamped != uint64(400-want) {
+		t.Errorf("two sinks of 200 flows each: %+v, %v; want %d flows, %d unstamped", r, err, want, 400-want)
+	}
+}
+
 // TestRunSinksIntervals runs SoloSinks+16 sinks, polled in rounds by
 // GOMAXPROCS goroutines, with a 20 ms interval while a generator feeds
 // every device: the merged

@@ -59,7 +59,8 @@ type PingPongConfig struct {
 	// Timeout is how long to wait for each reply (0 means
 	// DefaultReplyTimeout). A request without a reply counts in Lost; when
 	// the first NoReplyTries requests get none (each within Timeout, or
-	// before Duration ends the run), PingPong returns ErrNoReply.
+	// before Duration ends the run), or all of a shorter run's, PingPong
+	// returns ErrNoReply.
 	Timeout time.Duration
 
 	// BusyPoll spins on the device's Poll while waiting for a reply
@@ -263,7 +264,7 @@ func (p *pinger) handle(b *skb.Buff) {
 			return
 		}
 		off = f.PayloadOffset
-		plen = int(header.UDP(data[f.TransportOffset:]).Length()) - header.UDPHeaderLen
+		plen = min(int(header.UDP(data[f.TransportOffset:]).Length())-header.UDPHeaderLen, len(data)-off)
 	}
 	var st Stamp
 	var ok bool
@@ -287,6 +288,14 @@ func (p *pinger) handle(b *skb.Buff) {
 // (a neighbour still being resolved on a link, a full queue) is a loss,
 // not the absence of a server.
 const NoReplyTries = 3
+
+// noReply is ErrNoReply for n requests that got no reply within timeout.
+func noReply(n int, timeout time.Duration) error {
+	if n == 1 {
+		return fmt.Errorf("%w to 1 request within %v", ErrNoReply, timeout)
+	}
+	return fmt.Errorf("%w to %d requests, within %v each", ErrNoReply, n, timeout)
+}
 
 // errRunOver is await's report that the run's Duration ended while it
 // waited.
@@ -380,7 +389,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		}
 		if err == errRunOver {
 			if !replied {
-				runErr = fmt.Errorf("%w within %v, when the run's duration ended", ErrNoReply, min(cfg.Timeout, deadline-t0))
+				runErr = fmt.Errorf("%w within %v, when the run's duration ended", ErrNoReply, min(cfg.Timeout, (deadline-t0).Round(time.Millisecond)))
 			}
 			break
 		}
@@ -391,7 +400,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		if !ok {
 			res.Lost++
 			if unanswered++; !replied && unanswered >= NoReplyTries {
-				runErr = fmt.Errorf("%w to %d requests, within %v each", ErrNoReply, unanswered, cfg.Timeout)
+				runErr = noReply(unanswered, cfg.Timeout)
 				break
 			}
 			continue
@@ -413,6 +422,10 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			default:
 			}
 		}
+	}
+	if runErr == nil && !replied && unanswered > 0 && ctx.Err() == nil {
+		// A run of fewer than NoReplyTries requests, none answered.
+		runErr = noReply(unanswered, cfg.Timeout)
 	}
 	res.Stray = p.stray
 	res.Iters = len(rtt)

@@ -557,6 +557,50 @@ func TestCounterTableLimit(t *testing.T) {
 	}
 }
 
+// TestCounterHotFolded checks that the state of a flow above the table's
+// limit, remembered for its next packet (hot), is forgotten when a second
+// run on a flow of the table folds it to make room: its next packet counts
+// as untracked (no room is left), never into a state the totals no longer
+// see.
+func TestCounterHotFolded(t *testing.T) {
+	var c Counter
+	c.SetTableLimit(portFlows)
+	const k = maxSideRuns - 1
+	for f := range uint32(k) {
+		c.Add(Stamp{Run: 1, Flow: f})
+	}
+	c.Add(Stamp{Run: 1, Flow: 900}) // beside the table, remembered
+	for i := range uint64(runQuiet + 1) {
+		c.Add(Stamp{Run: 1, Flow: uint32(i % k), Seq: 1 + i/k}) // flow 900 goes quiet
+	}
+	for f := range uint32(k) {
+		c.Add(Stamp{Run: 2, Flow: f}) // second runs, beside: the room is full
+	}
+	c.Add(Stamp{Run: 3, Flow: 0}) // folds flow 900's run, the one quiet
+	c.Add(Stamp{Run: 1, Flow: 900, Seq: 1})
+	if got := c.Totals(); got.Untracked != 1 || got.Flows != k+k+1+1 {
+		t.Errorf("a packet of flow 900 after its state was folded: %+v, want it untracked, %d flows", got, k+k+1+1)
+	}
+}
+
+// TestCounterAgeMakesRoom checks that Age lets the next run in at once
+// when the room beside the table is full of runs that went quiet by the
+// clock, even after a scan found none quiet by their packets.
+func TestCounterAgeMakesRoom(t *testing.T) {
+	var c Counter
+	for run := range uint32(maxSideRuns + 1) {
+		c.Add(Stamp{Run: 100 + run})
+	}
+	c.Add(Stamp{Run: 999}) // no room, none quiet: untracked
+	c.Age()
+	c.Age()
+	c.Add(Stamp{Run: 100, Seq: 1}) // the table's run goes on
+	c.Add(Stamp{Run: 1000})
+	if got := c.Totals(); got.Untracked != 1 || got.Flows != maxSideRuns+2 {
+		t.Errorf("a run after two Ages: %+v, want 1 untracked (the run before them), %d flows", got, maxSideRuns+2)
+	}
+}
+
 // BenchmarkCounterManyRuns counts packets of 70 runs on one flow at once,
 // interleaved: 65 are counted, the other 5 untracked. An untracked packet
 // must not scan the runs beside the flow each time (about 750 ns a packet

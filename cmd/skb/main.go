@@ -62,7 +62,7 @@ func init() {
 	// A bad flag names its command, as the commands' own errors do
 	// ("skb: pktgen: unknown flag: --bogus").
 	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		err = numberError(err)
+		err = flagValueError(err)
 		if c == rootCmd {
 			return err
 		}
@@ -70,16 +70,21 @@ func init() {
 	})
 }
 
-// numberError rewrites a flag's number that did not parse, which the flag
-// library reports with strconv's words ("invalid argument "-1" for "-n,
-// --count" flag: strconv.ParseUint: parsing "-1": invalid syntax"), as
-// `--count "-1": want a whole number, 0 or more`; other errors are returned
-// as they are.
-func numberError(err error) error {
+// flagValueError rewrites a flag value that did not parse, which the flag
+// library reports as `invalid argument "-1" for "-n, --count" flag:
+// strconv.ParseUint: parsing "-1": invalid syntax`, as `--count "-1": want a
+// whole number, 0 or more`: a number or boolean by what its type wants, any
+// other value (a duration) by its parser's own words. Other errors are
+// returned as they are.
+func flagValueError(err error) error {
 	var iv *pflag.InvalidValueError
-	var ne *strconv.NumError
-	if !errors.As(err, &iv) || !errors.As(err, &ne) {
+	if !errors.As(err, &iv) {
 		return err
+	}
+	name, value, cause := iv.GetFlag().Name, iv.GetValue(), iv.Unwrap()
+	var ne *strconv.NumError
+	if !errors.As(cause, &ne) {
+		return fmt.Errorf("--%s %q: %w", name, value, cause)
 	}
 	var want string
 	switch ne.Func {
@@ -89,13 +94,15 @@ func numberError(err error) error {
 		want = "a whole number, 0 or more"
 	case "ParseFloat":
 		want = "a number"
+	case "ParseBool":
+		want = "true or false"
 	default:
 		return err
 	}
 	if errors.Is(ne.Err, strconv.ErrRange) {
-		want += ", and one in range"
+		return fmt.Errorf("--%s %q: out of range for %s", name, value, want)
 	}
-	return fmt.Errorf("--%s %q: want %s", iv.GetFlag().Name, iv.GetValue(), want)
+	return fmt.Errorf("--%s %q: want %s", name, value, want)
 }
 
 // version returns what `skb --version` prints after the name: the module's

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -359,7 +359,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			return fmt.Errorf("pingpong: %w", err)
 		}
 		if sendsToSelf(src, dst, 1) {
-			return fmt.Errorf("pingpong: --src %v is --connect %v: the client would send to its own socket and time its own requests", src, dst)
+			return fmt.Errorf("pingpong: --src %v and --connect %v are one socket: the client would send to itself and time its own requests", src, dst)
 		}
 		// Connected: a server that is not there shows at once as
 		// ECONNREFUSED (the ICMP port unreachable), not as a timeout.
@@ -433,11 +433,14 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			if routePicks {
 				hint = fmt.Sprintf(" (a server on 0.0.0.0 or :: answers from the address its route picks, which may not be %v, unless given --pktinfo)", dst.Addr())
 			}
-			what := fmt.Sprintf("to %d requests, within %v each", traffic.NoReplyTries, o.timeout)
-			if d := cmp.Or(o.duration, traffic.DefaultDuration); d < o.timeout*traffic.NoReplyTries {
-				what = fmt.Sprintf("within %v (the run's duration)", d)
+			// What the engine says after "no reply": "to 3 requests,
+			// within 1s each", "within 300ms, when the run's duration
+			// ended".
+			what := runErr.Error()
+			if i := strings.Index(what, traffic.ErrNoReply.Error()); i >= 0 {
+				what = what[i+len(traffic.ErrNoReply.Error()):]
 			}
-			err = fmt.Errorf("pingpong: no reply from %v %s: is `skb pingpong --server` running there?%s", dst, what, hint)
+			err = fmt.Errorf("pingpong: no reply from %v%s: is `skb pingpong --server` running there?%s", dst, what, hint)
 		default:
 			err = fmt.Errorf("pingpong: %w", runErr)
 		}

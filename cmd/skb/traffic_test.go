@@ -445,7 +445,9 @@ func TestPingPongNoReply(t *testing.T) {
 		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "200ms"}, "to 3 requests, within 200ms each", false},
 		{[]string{"--connect", fmt.Sprintf("127.0.0.2:%d", p4), "--timeout", "200ms"}, "to 3 requests, within 200ms each", true},
 		{[]string{"--connect", fmt.Sprintf("[::1]:%d", p6), "--src", "[::1]", "--timeout", "200ms"}, "to 3 requests, within 200ms each", false},
-		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "30s", "-t", "300ms"}, "within 300ms (the run's duration)", false},
+		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "100ms", "-n", "1", "--warmup", "-1"}, "to 1 request within 100ms", false},
+		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "100ms", "-n", "2", "--warmup", "-1"}, "to 2 requests, within 100ms each", false},
+		{[]string{"--connect", fmt.Sprintf("127.0.0.1:%d", p4), "--timeout", "30s", "-t", "300ms"}, "within 300ms, when the run's duration ended", false},
 	} {
 		t0 := time.Now()
 		out, errOut, code := skb(t, append([]string{"pingpong", "-n", "5", "--json"}, tc.args...)...)
@@ -680,7 +682,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"sink", "--listen", heldAddr}, "skb: sink: --listen " + heldAddr + " is in use by another socket\n"},
 		{[]string{"pktgen", "--src", "127.0.0.1:9000", "-n", "1"}, "skb: pktgen: --src 127.0.0.1:9000 is a destination of --dst 127.0.0.1:9000 (flows to ports 9000-9000): pktgen would send to its own socket\n"},
 		{[]string{"pktgen", "--src", "0.0.0.0:9002", "--dst", "127.0.0.1:9000", "-f", "4", "-n", "1"}, "pktgen would send to its own socket"},
-		{[]string{"pingpong", "--connect", "127.0.0.1:9000", "--src", "127.0.0.1:9000", "-n", "1"}, "skb: pingpong: --src 127.0.0.1:9000 is --connect 127.0.0.1:9000: the client would send to its own socket and time its own requests\n"},
+		{[]string{"pingpong", "--connect", "127.0.0.1:9000", "--src", "127.0.0.1:9000", "-n", "1"}, "skb: pingpong: --src 127.0.0.1:9000 and --connect 127.0.0.1:9000 are one socket: the client would send to itself and time its own requests\n"},
 		{[]string{"sink", "--listen", flowsFrom, "-f", "3"}, fmt.Sprintf("skb: sink: --listen %s --flows 3: port %d, flow 2's, is in use by another socket\n", flowsFrom, heldPort)},
 		{[]string{"pingpong", "--server", "--listen", heldAddr}, "skb: pingpong: --listen " + heldAddr + " is in use by another socket\n"},
 		{[]string{"pktgen", "--dev", "afpacket:lo"}, "skb: pktgen: --dev afpacket:lo needs --dst (an address on the link)\n"},
@@ -708,7 +710,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--dev", "afpacket:lo", "--dst", "127.0.0.1:9000", "--dst-mac", "ff:ff:ff:ff:ff:ff", "-n", "1"}, "skb: pktgen: --dst-mac ff:ff:ff:ff:ff:ff is not one station's address (a broadcast, multicast or zero MAC): give a unicast MAC, or --allow-any-dst\n"},
 		{[]string{"pingpong", "--dev", "afpacket:lo", "--connect", "127.0.0.1:9000", "--dst-mac", "01:00:5e:00:00:01", "-n", "1"}, "--dst-mac 01:00:5e:00:00:01 is not one station's address"},
 		{[]string{"pktgen", "--dev", "afpacket:lo", "--dst", "127.0.0.1:9000", "--dst-mac", "02:00:00:00:00", "-n", "1"}, "skb: pktgen: --dst-mac \"02:00:00:00:00\" is not a MAC address such as 02:00:c6:12:00:02\n"},
-		{[]string{"pktgen", "-s", "99999999999999999999"}, "skb: pktgen: --size \"99999999999999999999\": want a whole number, and one in range\n"},
+		{[]string{"pktgen", "-s", "99999999999999999999"}, "skb: pktgen: --size \"99999999999999999999\": out of range for a whole number\n"},
 		{[]string{"pktgen", "-n", "-1"}, "skb: pktgen: --count \"-1\": want a whole number, 0 or more\n"},
 		{[]string{"pktgen", "-r", "abc"}, "skb: pktgen: --rate \"abc\": want a number\n"},
 		{[]string{"pktgen", "extra"}, "unknown command"},
@@ -1552,5 +1554,37 @@ sendp(frames, iface=%q)
 		if err != nil || r == nil || num(r, "packets") != tc.packets || num(r, "other") != tc.other {
 			t.Errorf("%s: %v, stderr %q, result %v; want %v packets, %v other", tc.dev, err, stderr.String(), r, tc.packets, tc.other)
 		}
+	}
+}
+
+// TestPingPongServerSelf sends a ping-pong server on 0.0.0.0 in lab side B
+// one datagram forged (scapy) from B's own address and the server's port:
+// answered, it would come back to be answered again until the run ends.
+// The server must count it in other and answer nothing.
+func TestPingPongServerSelf(t *testing.T) {
+	bin := buildSkb(t)
+	py := labtest.ScapyPython(t)
+	l := labtest.New(t, lab.Options{})
+	srv := l.B.Cmd(bin, "pingpong", "--server", "--listen", "0.0.0.0:9500", "-t", "1500ms", "--json")
+	var stdout, stderr bytes.Buffer
+	srv.Stdout, srv.Stderr = &stdout, &stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	script := `from scapy.all import *
+conf.verb = 0
+conf.L3socket = L3RawSocket
+send(IP(src="198.18.0.2", dst="198.18.0.2")/UDP(sport=9500, dport=9500)/Raw(bytes(64)))
+`
+	if out, err := l.B.Cmd(py, "-c", script).CombinedOutput(); err != nil {
+		srv.Process.Kill()
+		srv.Wait()
+		t.Fatalf("scapy: %v\n%s", err, out)
+	}
+	err := srv.Wait()
+	_, r := ndjson(t, stdout.String())
+	if err != nil || r == nil || num(r, "echoed") != 0 || num(r, "other") != 1 {
+		t.Errorf("server: %v, stderr %q, result %v; want nothing echoed, 1 other", err, stderr.String(), r)
 	}
 }
