@@ -47,6 +47,9 @@ type txq struct {
 	lastDst  netip.AddrPort
 	lastName [mmsg.SockaddrMax]byte
 	lastN    int
+	// lastPeer says lastDst is the connected peer: sent without an
+	// address, as Xmit sends.
+	lastPeer bool
 }
 
 // stageBelow is the datagram size under which the datagrams of a GSO run
@@ -240,7 +243,11 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // port 0, the unspecified address (which the kernel takes as this host) or
 // an address of the other family than a socket that is not dual-stack
 // sends to (an IPv6 address on an IPv4 socket, an IPv4 one on a socket
-// bound or connected to an IPv6 address that is not IPv4-mapped). XmitTo
+// bound or connected to an IPv6 address that is not IPv4-mapped). On a
+// connected device, dst equal to the connected peer is sent as Xmit sends,
+// without an address: the kernel then uses the socket's cached route
+// rather than looking the route and the source address up for each
+// datagram (8% of a datagram's cost at burst 1 on loopback). XmitTo
 // takes ownership of b, also when it returns an error. It allocates
 // nothing.
 func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
@@ -260,12 +267,16 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 		}
 		t.lastN = mmsg.PutSockaddr(t.lastName[:], d.family, dst)
 		t.lastDst = dst
+		t.lastPeer = d.connected && (dst == d.remote || dst == d.remoteSrc)
 	}
 	name := t.lastName[:t.lastN]
+	if t.lastPeer {
+		name = name[:0]
+	}
 	if !more && d.sendsAlone(b, name) {
 		// The doorbell of one datagram, rung from here (see sentOne), in
 		// XmitTo's own frame for the reason Poll makes its own probe.
-		e := mmsg.SendtoNow(d.fd, b.Data(), &name[0], len(name))
+		e := mmsg.SendtoNow(d.fd, b.Data(), namePtr(name), len(name))
 		return d.sentOne(b, name, e)
 	}
 	return d.queue(b, name, netip.Addr{}, more)

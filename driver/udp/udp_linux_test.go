@@ -1666,10 +1666,22 @@ func TestPktInfoBroadcast(t *testing.T) {
 
 // TestXmitToAlternating sends to two receivers in turn, with refused
 // destinations between, single and queued: every datagram arrives where
-// it was addressed (XmitTo keeps its latest destination's sockaddr).
+// it was addressed (XmitTo keeps its latest destination's sockaddr). A
+// sender connected to the first receiver sends to it without an address
+// (XmitTo to the connected peer), and to the second with one.
 func TestXmitToAlternating(t *testing.T) {
+	for _, connected := range []bool{false, true} {
+		t.Run(fmt.Sprint("connected=", connected), func(t *testing.T) { xmitToAlternating(t, connected) })
+	}
+}
+
+func xmitToAlternating(t *testing.T, connected bool) {
 	rx := [2]*Device{openT(t, Config{Local: lo4}), openT(t, Config{Local: lo4})}
-	tx := openT(t, Config{Local: lo4})
+	cfg := Config{Local: lo4}
+	if connected {
+		cfg.Remote = rx[0].LocalAddr()
+	}
+	tx := openT(t, cfg)
 	bad := netip.MustParseAddrPort("0.0.0.0:9")
 	const rounds = 20
 	for i := range uint32(rounds) {
