@@ -78,7 +78,11 @@ time from the first packet to the last. Bytes and Mbit/s count UDP payload on
 every device; a link-layer device also reports the whole frames ("Mbit/sec of
 frames"; frame_bytes and frame_mbps in JSON). On afpacket a GSO super-frame (a
 veth hands those over whole from a sender with GSO) counts as the datagrams
-it holds, from the kernel's virtio header.
+it holds, from the kernel's virtio header. A link-layer sink counts as
+"other frames" what is not UDP to it, IP fragments, and frames whose IPv4
+header checksum fails, or on afpacket whose UDP checksum fails (over
+AF_XDP nothing says whether a frame's UDP checksum was left to be
+computed, so it is not checked there).
 
 While traffic flows it sleeps --sleep (50us) whenever it has drained the
 queue, rather than asking the kernel to wake it: the sender then does no
@@ -328,7 +332,8 @@ func sinkResultLine(r traffic.SinkResult, trunc uint64) string {
 }
 
 // otherNote returns the result line's note of n frames a link-layer sink
-// did not count (not UDP to its ports, IP fragments, unparsable), or ""
+// did not count (not UDP to its ports, IP fragments, unparsable, a bad
+// checksum), or ""
 // when there were none.
 func otherNote(n uint64) string {
 	if n == 0 {
