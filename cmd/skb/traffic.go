@@ -81,7 +81,7 @@ func startProfile(f *devFlags) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	w := &errWriter{w: out}
+	w := &firstErrWriter{w: out} // runtime/pprof does not return its write errors
 	if err := pprof.StartCPUProfile(w); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
@@ -92,24 +92,6 @@ func startProfile(f *devFlags) (func(), error) {
 			fmt.Fprintf(os.Stderr, "skb: warning: --cpuprofile %s: %v: the profile is incomplete\n", f.profile, err)
 		}
 	}, nil
-}
-
-// errWriter writes to w and keeps the first error, which runtime/pprof's
-// profile writer does not return.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.err = err
-	}
-	return n, err
 }
 
 // addSenderFlags adds the flags of commands that address packets.

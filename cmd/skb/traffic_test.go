@@ -1538,21 +1538,9 @@ sendp(frames, iface=%q)
 		{"afxdp:" + l.B.Ifname, 5, 3},
 	} {
 		cmd := l.B.Cmd(bin, "sink", "--dev", tc.dev, "--listen", "198.18.0.2:9000", "-t", "5s", "--idle", "500ms", "--json")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(500 * time.Millisecond) // the sink's socket and ring made
-		if out, err := l.A.Cmd(py, "-c", script).CombinedOutput(); err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("scapy: %v\n%s", err, out)
-		}
-		err := cmd.Wait()
-		_, r := ndjson(t, stdout.String())
+		r, stderr, err := afterScapy(t, cmd, l.A.Cmd(py, "-c", script))
 		if err != nil || r == nil || num(r, "packets") != tc.packets || num(r, "other") != tc.other {
-			t.Errorf("%s: %v, stderr %q, result %v; want %v packets, %v other", tc.dev, err, stderr.String(), r, tc.packets, tc.other)
+			t.Errorf("%s: %v, stderr %q, result %v; want %v packets, %v other", tc.dev, err, stderr, r, tc.packets, tc.other)
 		}
 	}
 }
@@ -1566,25 +1554,35 @@ func TestPingPongServerSelf(t *testing.T) {
 	py := labtest.ScapyPython(t)
 	l := labtest.New(t, lab.Options{})
 	srv := l.B.Cmd(bin, "pingpong", "--server", "--listen", "0.0.0.0:9500", "-t", "1500ms", "--json")
-	var stdout, stderr bytes.Buffer
-	srv.Stdout, srv.Stderr = &stdout, &stderr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
 	script := `from scapy.all import *
 conf.verb = 0
 conf.L3socket = L3RawSocket
 send(IP(src="198.18.0.2", dst="198.18.0.2")/UDP(sport=9500, dport=9500)/Raw(bytes(64)))
 `
-	if out, err := l.B.Cmd(py, "-c", script).CombinedOutput(); err != nil {
-		srv.Process.Kill()
-		srv.Wait()
+	r, stderr, err := afterScapy(t, srv, l.B.Cmd(py, "-c", script))
+	if err != nil || r == nil || num(r, "echoed") != 0 || num(r, "other") != 1 {
+		t.Errorf("server: %v, stderr %q, result %v; want nothing echoed, 1 other", err, stderr, r)
+	}
+}
+
+// afterScapy starts cmd (an skb command with --json), gives it half a
+// second to open its device, runs the scapy command crafter, then waits
+// for cmd to end and returns its result object, its standard error and
+// its error.
+func afterScapy(t *testing.T, cmd, crafter *exec.Cmd) (map[string]any, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if out, err := crafter.CombinedOutput(); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
 		t.Fatalf("scapy: %v\n%s", err, out)
 	}
-	err := srv.Wait()
+	err := cmd.Wait()
 	_, r := ndjson(t, stdout.String())
-	if err != nil || r == nil || num(r, "echoed") != 0 || num(r, "other") != 1 {
-		t.Errorf("server: %v, stderr %q, result %v; want nothing echoed, 1 other", err, stderr.String(), r)
-	}
+	return r, stderr.String(), err
 }
