@@ -93,25 +93,25 @@ type FlowTotals struct {
 const MaxSeqJump = 1 << 32
 
 // Counter counts stamped packets per flow, for loss, reordering and
-// duplicates. The zero value is ready. Each flow remembers which of the
-// last 961 to 1024 sequence numbers up to its highest have arrived (a
-// bitmap of 128 bytes per flow), to tell a duplicate from a late packet.
-// A packet whose stamp carries a run other than the one its flow has
-// counts in a flow of its own: a generator's next run replaces the run
-// before it once that one has been quiet (65536 packets of any flow since
-// its last, or a whole epoch: see Age; the old run's figures stay in the
-// totals), and runs sending at the same time (two generators to one port)
-// are counted apart: beside the run in each flow's table entry, up to 64
-// (run, flow) pairs in all (a run with N flows takes N; one beside that
-// has been quiet makes room; a run that sends less than once an epoch
-// while others send is taken for stopped, and its next packet starts it
-// again, its loss across the gap not counted); past that, the packets of a further pair count as untracked (in
-// Packets only) until there is room. Flows numbered above the table's
+// duplicates. The zero value is ready. Each flow remembers which of the last
+// 961 to 1024 sequence numbers up to its highest have arrived (a bitmap of
+// 128 bytes per flow), to tell a duplicate from a late packet. A packet
+// whose stamp carries a run other than the one its flow has counts in a flow
+// of its own: a generator's next run replaces the run before it once that
+// one has been quiet (65536 packets of any flow since its last, or a whole
+// epoch: see Age; the old run's figures stay in the totals), and runs
+// sending at the same time (two generators to one port) are counted apart:
+// beside the run in each flow's table entry, up to 64 (run, flow) pairs in
+// all (a run with N flows takes N; one beside that has been quiet makes
+// room; a run that sends less than once an epoch while others send is taken
+// for stopped, and its next packet starts it again, its loss across the gap
+// not counted); past that, the packets of a further pair count as untracked
+// (in Packets only) until there is room. Flows numbered above the table's
 // limit (MaxFlows; SetTableLimit lowers it) are counted beside it the same
 // way. Add allocates only when a flow number above all seen so far arrives
-// (the table grows, up to its limit: 192 bytes a flow, 12 MiB for
-// MaxFlows) and for each run counted beside another. A Counter is not
-// safe for concurrent use.
+// (the table grows, up to its limit: 192 bytes a flow, 12 MiB for MaxFlows)
+// and for each run counted beside another. A Counter is not safe for
+// concurrent use.
 type Counter struct {
 	flows []flowState
 	// limit bounds the flow table (0: MaxFlows); see SetTableLimit.

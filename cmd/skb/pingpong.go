@@ -57,7 +57,8 @@ the default route (a lab), unless --allow-any-dst; the server answers only
 those who sent to it, and never a datagram from its own address and port
 (only a forged one comes from there, and its answer would come back to be
 answered again, without end; two servers made to answer each other still
-do, as any two echo services would, until their runs end). A server on a wildcard address (0.0.0.0, ::) answers
+do, as any two echo services would, until their runs end). A server on a
+wildcard address (0.0.0.0, ::) answers
 from the address its route back picks, as a C server's sendto does: a
 client connected to another of the host's addresses (127.0.0.2 rather than
 127.0.0.1) drops that answer. Give such a server --pktinfo and it answers
@@ -68,7 +69,8 @@ busy-polling on loopback).
 A request without a reply within --timeout (default 1s) counts as lost: the
 result's last line says how many ("lost" in --json) and the run goes on,
 exit status 0 as ping's with some replies; when its first 3 requests get
-no reply, the client fails. The round trips are measured over the replies that came.
+no reply, the client fails. The round trips are measured over the replies
+that came.
 
 --busy-poll spins on the device's poll instead of sleeping while waiting: no
 wake-up on the reply's path, one core kept busy. Give it on both sides to
