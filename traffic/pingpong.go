@@ -139,8 +139,9 @@ type pinger struct {
 // repeats, Warmup+Iters times or until Duration or ctx ends the run. It
 // belongs to dev's goroutine while it runs. It returns an error wrapping
 // ErrConfig for an invalid config, ErrNoReply when the first NoReplyTries
-// requests got no reply, or the device's error (such as ECONNREFUSED from a connected
-// UDP socket whose peer has no server), with the result so far.
+// requests (all of a shorter run's) got no reply, or the device's error
+// (such as ECONNREFUSED from a connected UDP socket whose peer has no
+// server), with the result so far.
 func PingPong(ctx context.Context, dev netdev.Device, cfg PingPongConfig) (PingPongResult, error) {
 	p := &pinger{dev: dev, cache: dev.Cache(), cfg: cfg}
 	res := PingPongResult{}
@@ -359,7 +360,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 	total := cfg.Warmup + cfg.Iters
 	var tFirst, tLast time.Duration
 	started, replied := false, false
-	unanswered := 0 // requests without a reply before the first reply
+	unanswered := 0 // requests without a reply; until the first reply, all of them
 	var lastTick time.Duration
 	tickFrom := 0
 	var runErr error
