@@ -253,3 +253,37 @@ func sysctl(t *testing.T, name string) int {
 	}
 	return v
 }
+
+// TestLoopbackSourceEINVAL sends from a socket bound to 127.0.0.1 to an
+// address beyond the loopback interface (198.18.9.2, a neighbour on the
+// test's own veth in a namespace of its own): the kernel refuses it with
+// EINVAL, and the error says why, alone and from a batch's doorbell.
+func TestLoopbackSourceEINVAL(t *testing.T) {
+	var tx *Device
+	inNetns(t, [][]string{
+		{"ip", "link", "add", "skblo0", "type", "veth", "peer", "name", "skblo1"},
+		{"ip", "link", "set", "skblo0", "up"},
+		{"ip", "link", "set", "skblo1", "up"},
+		{"ip", "addr", "add", "198.18.9.1/24", "dev", "skblo0"},
+		{"ip", "neigh", "add", "198.18.9.2", "lladdr", "02:00:00:00:00:02", "dev", "skblo0", "nud", "permanent"},
+	}, func() error {
+		var err error
+		tx, err = Open(Config{Local: netip.MustParseAddrPort("127.0.0.1:0")})
+		return err
+	})
+	t.Cleanup(func() { tx.Close() })
+	dst := netip.MustParseAddrPort("198.18.9.2:9")
+	const why = "(the socket is bound to 127.0.0.1, a loopback address, which reaches this host's own addresses only)"
+	for _, more := range []bool{false, true} {
+		err := tx.XmitTo(fill(t, tx, 0, 64), dst, more)
+		if more {
+			err = tx.XmitTo(fill(t, tx, 1, 64), dst, false)
+		}
+		if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), why) {
+			t.Errorf("more %v: %v; want EINVAL saying %s", more, err, why)
+		}
+	}
+	if st := tx.Stats(); st.TxPackets != 0 || st.TxDroppedTotal() != 3 {
+		t.Errorf("counters %+v: want the 3 datagrams dropped, none sent", st)
+	}
+}

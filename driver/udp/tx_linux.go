@@ -495,7 +495,7 @@ func (d *Device) sentOne(b *skb.Buff, name []byte, e unix.Errno) error {
 		r = netdev.DropNoBuffer
 	}
 	d.ctr.TxDrop(r, 1)
-	return fmt.Errorf("udp: sendmmsg: %w", err)
+	return d.sendErr(err)
 }
 
 // sendsAlone reports whether Xmit of b to name (empty for the connected
@@ -681,11 +681,11 @@ func (d *Device) doorbell() error {
 				break send
 			case err == unix.EMSGSIZE:
 				d.ctr.TxDrop(netdev.DropTooBig, int(msg.segs))
-				first = keepFirst(first, err)
+				first = d.keepFirst(first, err)
 				i++
 			case perMessage(err):
 				d.ctr.TxDrop(netdev.DropError, int(msg.segs))
-				first = keepFirst(first, err)
+				first = d.keepFirst(first, err)
 				i++
 			default:
 				// EAGAIN (no room within TxTimeout), ENOBUFS, or the
@@ -699,7 +699,7 @@ func (d *Device) doorbell() error {
 					r = netdev.DropNoBuffer
 				}
 				d.ctr.TxDrop(r, d.segsFrom(txPos{int(msg.pkt), int(msg.off)}))
-				first = keepFirst(first, err)
+				first = d.keepFirst(first, err)
 				pos = txPos{t.n, 0}
 				break send
 			}
@@ -731,9 +731,20 @@ func (d *Device) settleGSO(err error) {
 	d.gso = true
 }
 
-func keepFirst(first, err error) error {
+func (d *Device) keepFirst(first, err error) error {
 	if first != nil {
 		return first
+	}
+	return d.sendErr(err)
+}
+
+// sendErr wraps the errno of a send. EINVAL from a socket bound to a
+// loopback address says why: the kernel routes from such an address to
+// this host's own addresses only (ip_route_output_key_hash_rcu), so a
+// datagram to another host is refused.
+func (d *Device) sendErr(err error) error {
+	if err == unix.EINVAL && d.local.Addr().IsLoopback() {
+		return fmt.Errorf("udp: sendmmsg: %w (the socket is bound to %v, a loopback address, which reaches this host's own addresses only)", err, d.local.Addr())
 	}
 	return fmt.Errorf("udp: sendmmsg: %w", err)
 }
