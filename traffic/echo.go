@@ -95,14 +95,18 @@ type echoer struct {
 	sx    SrcXmitter     // ax with PktInfo on: answers from the request's destination
 	local netip.AddrPort // ax's bound address, when it reports one (LocalAddr)
 	// hostAddrs are this host's addresses (in the network namespace of the
-	// thread Echo started on) when local's address is unspecified: a
-	// datagram from one of them at local's port is from the server.
-	hostAddrs []netip.Addr
-	cfg       EchoConfig
-	res       EchoResult
-	stop      bool
-	handler   netdev.Handler
-	frame     header.Frame // the request being answered, parsed in place
+	// thread Echo runs on) when local's address is unspecified: a datagram
+	// from one of them at local's port is from the server. They are read
+	// at the start and again, at most every hostAddrsEvery, when a
+	// datagram comes from local's port and an address not among them (one
+	// added since).
+	hostAddrs   []netip.Addr
+	hostAddrsAt time.Time
+	cfg         EchoConfig
+	res         EchoResult
+	stop        bool
+	handler     netdev.Handler
+	frame       header.Frame // the request being answered, parsed in place
 }
 
 // Echo answers every request dev receives by sending the very buffer back
@@ -144,7 +148,7 @@ func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, e
 			a := l.LocalAddr()
 			e.local = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 			if e.local.Addr().IsUnspecified() {
-				e.hostAddrs = hostAddrs()
+				e.hostAddrs, e.hostAddrsAt = hostAddrs(), time.Now()
 			}
 		}
 	}
@@ -207,7 +211,8 @@ func (e *echoer) handle(b *skb.Buff) {
 // fromSelf reports whether a datagram from src came from the server's
 // own socket: its port, and its bound address, or with the socket bound
 // to the unspecified address a loopback address, an address of this host
-// when Echo started, or the address the datagram came to (PktInfo). Only
+// (read again when a datagram from the server's port comes from an address
+// not known), or the address the datagram came to (PktInfo). Only
 // a forged datagram does; answering it would send it back to the server,
 // which would answer it again, without end. Datagrams between two servers
 // can still loop, as between any two echo services (RFC 862): the run's
@@ -220,8 +225,22 @@ func (e *echoer) fromSelf(src netip.AddrPort) bool {
 	if l := e.local.Addr(); !l.IsUnspecified() {
 		return a == l
 	}
-	return a.IsLoopback() || slices.Contains(e.hostAddrs, a) || e.sx != nil && a == e.sx.DstAddr().Unmap()
+	if a.IsLoopback() || slices.Contains(e.hostAddrs, a) || e.sx != nil && a == e.sx.DstAddr().Unmap() {
+		return true
+	}
+	if time.Since(e.hostAddrsAt) < hostAddrsEvery {
+		return false
+	}
+	// From the server's port and an address not known to be this host's:
+	// one added since the list was read, or another host's.
+	e.hostAddrs, e.hostAddrsAt = hostAddrs(), time.Now()
+	return slices.Contains(e.hostAddrs, a)
 }
+
+// hostAddrsEvery is how often, at most, Echo reads the host's addresses
+// again (fromSelf): a loop through an address added after the start ends
+// within it.
+const hostAddrsEvery = 100 * time.Millisecond
 
 // hostAddrs returns the addresses of this host's interfaces, unmapped, or
 // none when they cannot be read.

@@ -298,7 +298,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		// link, the host's own neighbour discovery and multicast reports).
 		txt += fmt.Sprintf("; %d other frames not answered", r.Other)
 	case r.Other > 0:
-		txt += fmt.Sprintf("; %d not answered (sources outside --from)", r.Other)
+		txt += fmt.Sprintf("; %d not answered (from outside --from, or from the server's own address and port)", r.Other)
 	}
 	p.line(txt,
 		echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,

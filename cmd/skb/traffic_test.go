@@ -1546,22 +1546,27 @@ sendp(frames, iface=%q)
 }
 
 // TestPingPongServerSelf sends a ping-pong server on 0.0.0.0 in lab side B
-// one datagram forged (scapy) from B's own address and the server's port:
-// answered, it would come back to be answered again until the run ends.
-// The server must count it in other and answer nothing.
+// datagrams forged (scapy) from B's own address and the server's port, and
+// from an address B gets after the server started: answered, each would
+// come back to be answered again until the run ends. The server must count
+// them in other and answer nothing.
 func TestPingPongServerSelf(t *testing.T) {
 	bin := buildSkb(t)
 	py := labtest.ScapyPython(t)
 	l := labtest.New(t, lab.Options{})
 	srv := l.B.Cmd(bin, "pingpong", "--server", "--listen", "0.0.0.0:9500", "-t", "1500ms", "--json")
-	script := `from scapy.all import *
+	script := `import subprocess
+from scapy.all import *
 conf.verb = 0
 conf.L3socket = L3RawSocket
 send(IP(src="198.18.0.2", dst="198.18.0.2")/UDP(sport=9500, dport=9500)/Raw(bytes(64)))
+subprocess.run(["ip", "addr", "add", "198.18.0.9/32", "dev", "lo"], check=True)
+time.sleep(0.2)
+send(IP(src="198.18.0.9", dst="198.18.0.9")/UDP(sport=9500, dport=9500)/Raw(bytes(64)))
 `
 	r, stderr, err := afterScapy(t, srv, l.B.Cmd(py, "-c", script))
-	if err != nil || r == nil || num(r, "echoed") != 0 || num(r, "other") != 1 {
-		t.Errorf("server: %v, stderr %q, result %v; want nothing echoed, 1 other", err, stderr, r)
+	if err != nil || r == nil || num(r, "echoed") != 0 || num(r, "other") != 2 {
+		t.Errorf("server: %v, stderr %q, result %v; want nothing echoed, 2 other", err, stderr, r)
 	}
 }
 
