@@ -18,9 +18,9 @@ var (
 	// ErrNoDestination is returned by Xmit on an unconnected device (Remote
 	// unset) when no destination was set with SetDst, and by XmitTo and
 	// SetDst for an address the socket cannot send to (an IPv6 address on
-	// an IPv4 socket, an IPv4 address on a socket bound or connected to an
-	// IPv6 one that is not IPv4-mapped, port 0, the unspecified address, or
-	// the zero AddrPort). Xmit and XmitTo dropped the packet and counted it
+	// an IPv4 socket or on one connected to an IPv4-mapped peer, an IPv4
+	// address on a socket bound or connected to an IPv6 one that is not
+	// IPv4-mapped, port 0, the unspecified address, or the zero AddrPort). Xmit and XmitTo dropped the packet and counted it
 	// in tx_dropped_error.
 	ErrNoDestination = errors.New("udp: no destination for the datagram")
 

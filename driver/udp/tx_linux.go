@@ -123,6 +123,7 @@ var (
 	errXmitNoDst    = opError{"xmit", ErrNoDestination}
 	errXmitFamily   = opError{"xmit", errDstFamily}
 	errXmitV6Only   = opError{"xmit", errDstV6Only}
+	errXmitV4Peer   = opError{"xmit", errDstV4Peer}
 	errXmitPort0    = opError{"xmit", errDstPort0}
 	errXmitUnspec   = opError{"xmit", errDstUnspec}
 	errXmitSrc      = opError{"xmit", ErrSource}
@@ -140,6 +141,7 @@ var (
 var (
 	errDstFamily = fmt.Errorf("%w: an IPv6 address on an IPv4 socket", ErrNoDestination)
 	errDstV6Only = fmt.Errorf("%w: an IPv4 address on an IPv6-only socket (bound or connected to an IPv6 address)", ErrNoDestination)
+	errDstV4Peer = fmt.Errorf("%w: an IPv6 address on a socket connected to an IPv4 peer", ErrNoDestination)
 	errDstPort0  = fmt.Errorf("%w: port 0", ErrNoDestination)
 	errDstUnspec = fmt.Errorf("%w: the unspecified address", ErrNoDestination)
 )
@@ -157,6 +159,10 @@ func (d *Device) badDst(dst netip.AddrPort) (why, xmit error) {
 	case d.family == unix.AF_INET6 && !d.dualStack && a.Unmap().Is4():
 		// The kernel would refuse it at the doorbell (ENETUNREACH).
 		return errDstV6Only, errXmitV6Only
+	case d.connected && d.remoteSrc.Addr().Is4() && !a.Unmap().Is4():
+		// A dual-stack socket connected to an IPv4-mapped peer sends
+		// IPv4 only: the kernel would refuse it (EAFNOSUPPORT).
+		return errDstV4Peer, errXmitV4Peer
 	case dst.Port() == 0:
 		return errDstPort0, errXmitPort0
 	case a.Unmap().IsUnspecified():
@@ -242,8 +248,9 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // alone. It returns ErrNoDestination, dropping b, for the zero AddrPort,
 // port 0, the unspecified address (which the kernel takes as this host) or
 // an address of the other family than a socket that is not dual-stack
-// sends to (an IPv6 address on an IPv4 socket, an IPv4 one on a socket
-// bound or connected to an IPv6 address that is not IPv4-mapped). On a
+// sends to (an IPv6 address on an IPv4 socket or on one connected to an
+// IPv4-mapped peer, an IPv4 one on a socket bound or connected to an IPv6
+// address that is not IPv4-mapped). On a
 // connected device, dst equal to the connected peer is sent as Xmit sends,
 // without an address: the kernel then uses the socket's cached route
 // rather than looking the route and the source address up for each

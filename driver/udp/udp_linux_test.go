@@ -1043,6 +1043,17 @@ func TestErrors(t *testing.T) {
 		t.Errorf("tx_dropped_error %d, tx_doorbells %d; want 1 and 0", st.TxDropped[netdev.DropError], st.TxDoorbells)
 	}
 
+	// A dual-stack socket connected to an IPv4-mapped peer sends IPv4
+	// only: an IPv6 destination is refused before the kernel would
+	// (EAFNOSUPPORT).
+	peer := openT(t, Config{Local: lo4})
+	mapped := netip.AddrPortFrom(netip.AddrFrom16(netip.MustParseAddr("127.0.0.1").As16()), peer.LocalAddr().Port())
+	dual := openT(t, Config{Local: netip.MustParseAddrPort("[::]:0"), Remote: mapped})
+	err = dual.XmitTo(fill(t, dual, 0, 10), netip.MustParseAddrPort("[::1]:9"), false)
+	if want := "udp: xmit: no destination for the datagram: an IPv6 address on a socket connected to an IPv4 peer"; !errors.Is(err, ErrNoDestination) || err.Error() != want {
+		t.Errorf("XmitTo an IPv6 address from a socket connected to %v: %v, want %q", mapped, err, want)
+	}
+
 	// ICMP port unreachable comes back as ECONNREFUSED on the next send
 	// of a connected socket.
 	icmptest.OnEachCPU(t, func() error {
