@@ -1537,7 +1537,7 @@ sendp(frames, iface=%q)
 		{"afpacket:" + l.B.Ifname, 2, 6},
 		{"afxdp:" + l.B.Ifname, 5, 3},
 	} {
-		cmd := l.B.Cmd(bin, "sink", "--dev", tc.dev, "--listen", "198.18.0.2:9000", "-t", "5s", "--idle", "500ms", "--json")
+		cmd := l.B.Cmd(bin, "sink", "--dev", tc.dev, "--listen", "198.18.0.2:9000", "-t", "20s", "--idle", "1s", "--json")
 		r, stderr, err := afterScapy(t, cmd, l.A.Cmd(py, "-c", script))
 		if err != nil || r == nil || num(r, "packets") != tc.packets || num(r, "other") != tc.other {
 			t.Errorf("%s: %v, stderr %q, result %v; want %v packets, %v other", tc.dev, err, stderr, r, tc.packets, tc.other)
@@ -1554,7 +1554,9 @@ func TestPingPongServerSelf(t *testing.T) {
 	bin := buildSkb(t)
 	py := labtest.ScapyPython(t)
 	l := labtest.New(t, lab.Options{})
-	srv := l.B.Cmd(bin, "pingpong", "--server", "--listen", "0.0.0.0:9500", "-t", "1500ms", "--json")
+	// Bounded by --idle after the datagrams, however long scapy takes to
+	// start on a loaded machine.
+	srv := l.B.Cmd(bin, "pingpong", "--server", "--listen", "0.0.0.0:9500", "-t", "20s", "--idle", "2s", "--json")
 	script := `import subprocess
 from scapy.all import *
 conf.verb = 0
