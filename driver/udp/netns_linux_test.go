@@ -124,14 +124,7 @@ func TestGSOFallbackEMSGSIZE(t *testing.T) {
 func TestGSONoChecksumOffload(t *testing.T) {
 	labtest.RequireTool(t, "ethtool", "ethtool")
 	var tx *Device
-	inNetns(t, [][]string{
-		{"ip", "link", "add", "skbeio0", "type", "veth", "peer", "name", "skbeio1"},
-		{"ip", "link", "set", "skbeio0", "up"},
-		{"ip", "link", "set", "skbeio1", "up"},
-		{"ip", "addr", "add", "198.18.9.1/24", "dev", "skbeio0"},
-		{"ip", "neigh", "add", "198.18.9.2", "lladdr", "02:00:00:00:00:02", "dev", "skbeio0", "nud", "permanent"},
-		{"ethtool", "-K", "skbeio0", "tx", "off"},
-	}, func() error {
+	inNetns(t, append(vethNeighbour("skbeio"), []string{"ethtool", "-K", "skbeio0", "tx", "off"}), func() error {
 		var err error
 		tx, err = Open(Config{Remote: netip.MustParseAddrPort("198.18.9.2:9"), GSO: true})
 		return err
@@ -254,19 +247,28 @@ func sysctl(t *testing.T, name string) int {
 	return v
 }
 
+// vethNeighbour returns the commands that make a veth pair NAME0-NAME1 in
+// the test's namespace, up, with 198.18.9.1/24 on NAME0 and a permanent
+// neighbour entry for 198.18.9.2 behind it: frames to 198.18.9.2 go out of
+// NAME0 to its peer in the same namespace, and nowhere else.
+func vethNeighbour(name string) [][]string {
+	a, b := name+"0", name+"1"
+	return [][]string{
+		{"ip", "link", "add", a, "type", "veth", "peer", "name", b},
+		{"ip", "link", "set", a, "up"},
+		{"ip", "link", "set", b, "up"},
+		{"ip", "addr", "add", "198.18.9.1/24", "dev", a},
+		{"ip", "neigh", "add", "198.18.9.2", "lladdr", "02:00:00:00:00:02", "dev", a, "nud", "permanent"},
+	}
+}
+
 // TestLoopbackSourceEINVAL sends from a socket bound to 127.0.0.1 to an
 // address beyond the loopback interface (198.18.9.2, a neighbour on the
 // test's own veth in a namespace of its own): the kernel refuses it with
 // EINVAL, and the error says why, alone and from a batch's doorbell.
 func TestLoopbackSourceEINVAL(t *testing.T) {
 	var tx *Device
-	inNetns(t, [][]string{
-		{"ip", "link", "add", "skblo0", "type", "veth", "peer", "name", "skblo1"},
-		{"ip", "link", "set", "skblo0", "up"},
-		{"ip", "link", "set", "skblo1", "up"},
-		{"ip", "addr", "add", "198.18.9.1/24", "dev", "skblo0"},
-		{"ip", "neigh", "add", "198.18.9.2", "lladdr", "02:00:00:00:00:02", "dev", "skblo0", "nud", "permanent"},
-	}, func() error {
+	inNetns(t, vethNeighbour("skblo"), func() error {
 		var err error
 		tx, err = Open(Config{Local: netip.MustParseAddrPort("127.0.0.1:0")})
 		return err
