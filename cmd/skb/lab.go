@@ -422,7 +422,7 @@ afpacket:$SKB_LAB_IFNAME --dst $SKB_LAB_PEER_ADDR:9000 -t 1s'. With
 --temp it makes a lab first (taking the lab flags of up) and removes it when CMD
 ends, also when skb gets SIGINT, SIGTERM or SIGHUP: the signal is passed to CMD
 (in a --temp lab, to every process inside it, CMD's children too), which gets
-` + labKillAfter.String() + ` to exit before it is killed. What CMD leaves running in a --temp lab
+` + labKillAfter.String() + ` to exit before it is killed, with its children. What CMD leaves running in a --temp lab
 is ended (SIGTERM, then SIGKILL a second later) before the lab is removed. If
 skb itself is killed (SIGKILL), CMD gets SIGKILL too, rather than running on
 without its lab.`,
@@ -566,6 +566,12 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 			signalInside(s.(syscall.Signal))
 			if kill == nil {
 				kill = time.AfterFunc(labKillAfter, func() {
+					// CMD's children too, found before CMD goes (its
+					// orphans would then be init's): a shell that
+					// ignores the signal leaves its command running.
+					for _, pid := range descendants(c.Process.Pid) {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
 					c.Process.Kill()
 					signalInside(syscall.SIGKILL)
 				})

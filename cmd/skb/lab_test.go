@@ -321,6 +321,41 @@ func TestLabExecSignal(t *testing.T) {
 	labGone(t, name)
 }
 
+// TestLabExecKillsChildren sends SIGTERM to `skb lab exec` in a persistent
+// lab whose command, a shell, ignores it: once the wait is over, the shell
+// is killed with its command, which would otherwise run on in the lab.
+func TestLabExecKillsChildren(t *testing.T) {
+	labtest.RequireRoot(t)
+	name := testLabName("skbk")
+	t.Cleanup(func() { lab.Remove(name) })
+	mustSkb(t, "lab", "up", "--name", name)
+	cmd := exec.Command(buildSkb(t), "lab", "exec", "--name", name, "b", "--", "sh", "-c", `trap "" TERM INT; sleep 30; true`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pids := func() string {
+		out, _ := exec.Command("ip", "netns", "pids", name+"B").Output()
+		return strings.TrimSpace(string(out))
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(strings.Fields(pids())) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sh and sleep never ran in %sB (pids %q); stderr: %s", name, pids(), stderr.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitExit(t, cmd, labKillAfter+5*time.Second)
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGKILL) {
+		t.Errorf("exit code %d, want %d (the shell killed); stderr: %s", code, 128+int(syscall.SIGKILL), stderr.String())
+	}
+	time.Sleep(100 * time.Millisecond)
+	if left := pids(); left != "" {
+		t.Errorf("processes left in %sB: %s", name, left)
+	}
+}
+
 // waitExit waits up to d for the started cmd to exit, and fails the test
 // when it does not.
 func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) {
