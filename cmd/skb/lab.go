@@ -569,9 +569,7 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 					// CMD's children too, found before CMD goes (its
 					// orphans would then be init's): a shell that
 					// ignores the signal leaves its command running.
-					for _, pid := range descendants(c.Process.Pid) {
-						syscall.Kill(pid, syscall.SIGKILL)
-					}
+					killDescendants(c.Process.Pid)
 					c.Process.Kill()
 					signalInside(syscall.SIGKILL)
 				})

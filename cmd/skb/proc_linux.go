@@ -21,6 +21,14 @@ func setPdeathsig(c *exec.Cmd) {
 	c.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
+// killDescendants sends SIGKILL to the processes descending from pid
+// (descendants), not to pid itself.
+func killDescendants(pid int) {
+	for _, p := range descendants(pid) {
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
 // descendants returns the processes whose chain of parents leads to pid,
 // from /proc (proc(5): the fourth field of /proc/PID/stat is the parent's
 // PID), children before their own children. A process that appears or
