@@ -77,10 +77,11 @@ type FlowTotals struct {
 	Duplicates uint64
 	// Flows counts the flows seen (a flow of a new run counts again).
 	Flows int
-	// Untracked counts stamps whose flow number is MaxFlows or more, or
-	// whose sequence number is MaxSeqJump or more away from the next one
-	// their flow expects (a forged or corrupt stamp, not a loss): they
-	// count in Packets only.
+	// Untracked counts stamps whose flow number is MaxFlows or more, whose
+	// sequence number is MaxSeqJump or more away from the next one their
+	// flow expects (a forged or corrupt stamp, not a loss), or whose (run,
+	// flow) found no room among the 64 counted beside the flow table (see
+	// Counter): they count in Packets only.
 	Untracked uint64
 }
 
@@ -106,9 +107,9 @@ const MaxSeqJump = 1 << 32
 // room; a run that sends less than once an epoch while others send is taken
 // for stopped, and its next packet starts it again, its loss across the gap
 // not counted); past that, the packets of a further pair count as untracked
-// (in Packets only) until there is room. Flows numbered above the table's
-// limit (MaxFlows; SetTableLimit lowers it) are counted beside it the same
-// way. Add allocates only when a flow number above all seen so far arrives
+// (in Packets only) until there is room. Flows numbered at or above the
+// table's limit (MaxFlows; SetTableLimit lowers it) are counted beside it
+// the same way. Add allocates only when a flow number above all seen so far arrives
 // (the table grows, up to its limit: 192 bytes a flow, 12 MiB for MaxFlows)
 // and for each run counted beside another. A Counter is not safe for
 // concurrent use.
@@ -146,8 +147,8 @@ const (
 	maxSideRuns = 64
 )
 
-// SetTableLimit bounds the flow table to n flows (at most MaxFlows; 0
-// restores MaxFlows), n*192 bytes: stamps of flows numbered n or more are
+// SetTableLimit bounds the flow table to n flows (at most MaxFlows; 0 or
+// less restores MaxFlows), n*192 bytes: stamps of flows numbered n or more are
 // counted beside the table, 64 (run, flow) pairs at most. One Counter per
 // port of a sink on many ports takes a small limit, so that a forged stamp
 // with a high flow number cannot make every port's table MaxFlows long.
@@ -277,12 +278,12 @@ func (c *Counter) quiet(f *flowState) bool {
 	return c.packets-f.last > runQuiet || c.epoch >= f.epoch+2
 }
 
-// Age starts a new epoch: a run without a packet since before the last
-// call counts as stopped, however few packets came meanwhile, and its
-// flow makes room for the next run. A sink calls it every second, so that
-// a run a second quiet gives way to the next even when both are short
-// (70 runs of 200 packets one after the other: each counted, not the
-// 65th on untracked).
+// Age starts a new epoch: a run without a packet in a whole epoch (its
+// last packet came before the call before this one) counts as stopped,
+// however few packets came meanwhile, and its flow makes room for the next
+// run. A sink calls it every second, so that a run 1 to 2 s quiet gives
+// way to the next even when both are short (70 runs of 200 packets one
+// after the other: each counted, not the 65th on untracked).
 func (c *Counter) Age() {
 	c.epoch++
 	c.sideBusy = 0

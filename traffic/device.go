@@ -63,14 +63,16 @@ type GSOFramer interface {
 	GSOFrames() bool
 }
 
-// ChecksumStater is a link-layer device that sets each received frame's
-// checksum state from what the kernel knows, as *afpacket.Device does:
-// CHECKSUM_PARTIAL for a frame from this host whose checksum is not
-// computed yet, CHECKSUM_UNNECESSARY for one verified. A link-layer Sink
-// verifies the UDP checksum of a frame such a device left CHECKSUM_NONE.
+// ChecksumStater is a link-layer device that can set each received
+// frame's checksum state from what the kernel knows, as *afpacket.Device
+// does: CHECKSUM_PARTIAL for a frame from this host whose checksum is not
+// computed yet, CHECKSUM_UNNECESSARY for one verified. ChecksumStates
+// reports whether it does; false is as a device without the method. A
+// link-layer Sink verifies the UDP checksum of a frame such a device left
+// CHECKSUM_NONE, and trusts the other states (COMPLETE among them).
 // Elsewhere (AF_XDP, where a frame from a sender on this host carries a
-// checksum still to be computed, and nothing says so) it verifies the
-// IPv4 header's checksum only.
+// checksum still to be computed, and nothing says so) the Sink verifies
+// the IPv4 header's checksum only.
 type ChecksumStater interface {
 	ChecksumStates() bool
 }

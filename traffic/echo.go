@@ -116,9 +116,11 @@ type echoer struct {
 // Xmit on another datagram device, and as a frame with its addresses
 // swapped and its UDP checksum recomputed on a link-layer one (unless the
 // device marked it CHECKSUM_PARTIAL, which its Xmit completes).
-// A datagram from the server's own address and port (only a forged one
-// is) is not answered but counted in Other: its answer would come back to
-// be answered again, without end.
+// A datagram from the server's own address and port (a forged one, one
+// the device sent itself, or on a wildcard bind one from another socket
+// of this host sharing the port with SO_REUSEPORT) is not answered but
+// counted in Other: its answer could come back to be answered again,
+// without end.
 // The answers of one Poll share one doorbell (with a Budget of 1, each
 // answer rings its own at once). It runs on dev's goroutine until its
 // bounds or ctx end it, and returns an error wrapping ErrConfig for an
@@ -212,9 +214,9 @@ func (e *echoer) handle(b *skb.Buff) {
 // own socket: its port, and its bound address, or with the socket bound
 // to the unspecified address a loopback address, an address of this host
 // (read again when a datagram from the server's port comes from an address
-// not known), or the address the datagram came to (PktInfo). Only
-// a forged datagram does; answering it would send it back to the server,
-// which would answer it again, without end. Datagrams between two servers
+// not known), or the address the datagram came to (PktInfo). Answering
+// such a datagram (forged, or the device's own) would send it back to the
+// server, which would answer it again, without end. Datagrams between two servers
 // can still loop, as between any two echo services (RFC 862): the run's
 // bounds end it.
 func (e *echoer) fromSelf(src netip.AddrPort) bool {

@@ -18,6 +18,7 @@ var (
 
 	// ErrNoReply is returned by PingPong when its first NoReplyTries
 	// requests got no reply within the timeout: nothing answers at the
-	// destination.
+	// destination, or nothing answers with the request's payload whole
+	// (such replies count in PingPongResult.Stray).
 	ErrNoReply = errors.New("traffic: no reply")
 )

@@ -78,12 +78,13 @@ const portFlows = 64
 // buffers of a Poll that another sink's packets left without their share,
 // and the datagrams of a GSO buffer past Count, which are freed uncounted.
 //
-// On datagram devices (a socket per port) each sink counts its flows in a
-// table of portFlows (64) flows; stamps of higher flow numbers are counted
-// beside it, 64 (run, flow) pairs at most (Counter.SetTableLimit): a port
-// of a generator's flows sees one flow each, and forged stamps cannot make
-// every port's table MaxFlows long. Link-layer sinks (fanout members, each
-// seeing any of the flows) keep MaxFlows each.
+// With more than one datagram device (a socket per port) each sink counts
+// its flows in a table of 64 flows; stamps of flow numbers 64 or more are
+// counted beside it, 64 (run, flow) pairs at most (Counter.SetTableLimit):
+// a port of a generator's flows sees one flow each, and forged stamps
+// cannot make every port's table MaxFlows long. A single device, and
+// link-layer sinks (fanout members, each seeing any of the flows), keep
+// MaxFlows.
 //
 // OnInterval, when set, is called on the calling goroutine once for each
 // interval index k >= 1 that a polling goroutine reported, in increasing

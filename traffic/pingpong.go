@@ -141,7 +141,8 @@ type pinger struct {
 // ErrConfig for an invalid config, ErrNoReply when the first NoReplyTries
 // requests (all of a shorter run's) got no reply, or the device's error
 // (such as ECONNREFUSED from a connected UDP socket whose peer has no
-// server), with the result so far.
+// server), with the result so far. A run ctx ends returns nil, replies or
+// not: the result says what was measured.
 func PingPong(ctx context.Context, dev netdev.Device, cfg PingPongConfig) (PingPongResult, error) {
 	p := &pinger{dev: dev, cache: dev.Cache(), cfg: cfg}
 	res := PingPongResult{}

@@ -158,8 +158,8 @@ type SinkResult struct {
 	// Lost, Reordered and Duplicates come from the stamps (see
 	// FlowTotals); Unstamped counts packets without a usable stamp (none,
 	// or one FlowTotals leaves untracked: a flow number of MaxFlows or
-	// more, a sequence number MaxSeqJump from its flow's), which count in
-	// Packets only. Flows counts the flows seen.
+	// more, a sequence number MaxSeqJump from its flow's, a (run, flow)
+	// without room beside the flow table), which count in Packets only. Flows counts the flows seen.
 	Lost       uint64
 	Reordered  uint64
 	Duplicates uint64

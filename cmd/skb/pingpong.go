@@ -55,9 +55,10 @@ client sends, as pktgen does, only to loopback (127.0.0.0/8, ::1) and to
 198.18.0.0/15 and 2001:2::/48 over a route without a gateway that is not
 the default route (a lab), unless --allow-any-dst; the server answers only
 those who sent to it, and never a datagram from its own address and port
-(only a forged one comes from there, and its answer would come back to be
-answered again, without end; two servers made to answer each other still
-do, as any two echo services would, until their runs end). A server on a
+(a forged one, or another socket's sharing the port: its answer could
+come back to be answered again, without end; two servers made to answer
+each other still do, as any two echo services would, until their runs
+end). A server on a
 wildcard address (0.0.0.0, ::) answers
 from the address its route back picks, as a C server's sendto does: a
 client connected to another of the host's addresses (127.0.0.2 rather than

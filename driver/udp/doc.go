@@ -10,7 +10,8 @@
 // # Transmit
 //
 // Xmit queues a buffer in a batch preallocated at Open; the doorbell is one
-// sendmmsg of the batch, rung when more is false, when the batch is full and
+// system call for the batch (sendto for a datagram alone, sendmmsg for
+// more), rung when more is false, when the batch is full and
 // on every error path (seed 002), and it retries the unsent tail after a
 // short count. Buffers are sent from where they are, with one iovec per
 // piece, and freed into the device's Cache after the call, without a clone

@@ -16,12 +16,13 @@ var (
 	ErrConfig = netdev.NewConfigError("udp: invalid config")
 
 	// ErrNoDestination is returned by Xmit on an unconnected device (Remote
-	// unset) when no destination was set with SetDst, and by XmitTo and
-	// SetDst for an address the socket cannot send to (an IPv6 address on
-	// an IPv4 socket or on one connected to an IPv4-mapped peer, an IPv4
-	// address on a socket bound or connected to an IPv6 one that is not
-	// IPv4-mapped, port 0, the unspecified address, or the zero AddrPort). Xmit and XmitTo dropped the packet and counted it
-	// in tx_dropped_error.
+	// unset) when no destination was set with SetDst, and by XmitTo,
+	// XmitFrom and SetDst for an address the socket cannot send to (an IPv6
+	// address on an IPv4 socket or on one connected to an IPv4-mapped peer,
+	// an IPv4 address on a socket bound or connected to an IPv6 one that is
+	// not IPv4-mapped, port 0, the unspecified address, or the zero
+	// AddrPort). SetDst drops nothing; the transmit calls drop the packet
+	// and count it in tx_dropped_error.
 	ErrNoDestination = errors.New("udp: no destination for the datagram")
 
 	// ErrSource is returned by XmitFrom for a source address of another

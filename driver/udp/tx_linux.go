@@ -118,23 +118,25 @@ func (t *txq) init(batch int) {
 
 // Static errors of the transmit path, so that a drop allocates nothing.
 var (
-	errXmitTooBig4  = fmt.Errorf("udp: xmit: datagram longer than %d bytes, the most IPv4 carries: %w", MaxDatagram4, netdev.ErrTooBig)
-	errXmitTooBig6  = fmt.Errorf("udp: xmit: datagram longer than %d bytes, the most IPv6 carries: %w", MaxDatagram6, netdev.ErrTooBig)
-	errXmitNoDst    = opError{"xmit", ErrNoDestination}
-	errXmitFamily   = opError{"xmit", errDstFamily}
-	errXmitV6Only   = opError{"xmit", errDstV6Only}
-	errXmitV4Peer   = opError{"xmit", errDstV4Peer}
-	errXmitPort0    = opError{"xmit", errDstPort0}
-	errXmitUnspec   = opError{"xmit", errDstUnspec}
-	errXmitSrc      = opError{"xmit", ErrSource}
-	errXmitGSO      = fmt.Errorf("udp: xmit: GSO type other than UDP_L4 (a UDP socket segments UDP datagrams only): %w", errors.ErrUnsupported)
-	errXmitClosed   = fmt.Errorf("udp: xmit: %w", ErrClosed)
-	errPollClosed   = fmt.Errorf("udp: poll: %w", ErrClosed)
-	errFlushClosed  = fmt.Errorf("udp: flush: %w", ErrClosed)
-	errCloseClosed  = fmt.Errorf("udp: close: %w", ErrClosed)
-	errSetDstClosed = fmt.Errorf("udp: set destination: %w", ErrClosed)
-	errWaitClosed   = fmt.Errorf("udp: wait: %w", ErrClosed)
-	errSendClosed   = fmt.Errorf("udp: sendmmsg: %w", ErrClosed)
+	errXmitTooBig4 = fmt.Errorf("udp: xmit: datagram longer than %d bytes, the most IPv4 carries: %w", MaxDatagram4, netdev.ErrTooBig)
+	errXmitTooBig6 = fmt.Errorf("udp: xmit: datagram longer than %d bytes, the most IPv6 carries: %w", MaxDatagram6, netdev.ErrTooBig)
+	// As errors (interfaces) already: returned, an opError would be
+	// copied to the heap on every drop.
+	errXmitNoDst    error = opError{"xmit", ErrNoDestination}
+	errXmitFamily   error = opError{"xmit", errDstFamily}
+	errXmitV6Only   error = opError{"xmit", errDstV6Only}
+	errXmitV4Peer   error = opError{"xmit", errDstV4Peer}
+	errXmitPort0    error = opError{"xmit", errDstPort0}
+	errXmitUnspec   error = opError{"xmit", errDstUnspec}
+	errXmitSrc      error = opError{"xmit", ErrSource}
+	errXmitGSO            = fmt.Errorf("udp: xmit: GSO type other than UDP_L4 (a UDP socket segments UDP datagrams only): %w", errors.ErrUnsupported)
+	errXmitClosed         = fmt.Errorf("udp: xmit: %w", ErrClosed)
+	errPollClosed         = fmt.Errorf("udp: poll: %w", ErrClosed)
+	errFlushClosed        = fmt.Errorf("udp: flush: %w", ErrClosed)
+	errCloseClosed        = fmt.Errorf("udp: close: %w", ErrClosed)
+	errSetDstClosed       = fmt.Errorf("udp: set destination: %w", ErrClosed)
+	errWaitClosed         = fmt.Errorf("udp: wait: %w", ErrClosed)
+	errSendClosed         = fmt.Errorf("udp: sendmmsg: %w", ErrClosed)
 )
 
 // Why an address is no destination (badDst).
@@ -190,8 +192,9 @@ func (e opError) Unwrap() error { return e.err }
 // datagrams of a GSO run shorter than 256 bytes are copied into one staging
 // buffer, and that a buffer in more than 1024 pieces, UIO_MAXIOV, is
 // linearized first), and rings the
-// doorbell, one sendmmsg(2) of the queue, when more is false or the queue
-// is full (ndo_start_xmit with xmit_more). On a connected device the
+// doorbell, one system call for the queue (sendto(2) for a datagram
+// alone, sendmsg(2) or sendmmsg(2) otherwise), when more is false or the
+// queue is full (ndo_start_xmit with xmit_more). On a connected device the
 // datagram goes to Remote; on an unconnected one to the destination last set
 // with SetDst (XmitTo names one per datagram).
 //
@@ -250,8 +253,9 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 // an address of the other family than a socket that is not dual-stack
 // sends to (an IPv6 address on an IPv4 socket or on one connected to an
 // IPv4-mapped peer, an IPv4 one on a socket bound or connected to an IPv6
-// address that is not IPv4-mapped). On a
-// connected device, dst equal to the connected peer is sent as Xmit sends,
+// address that is not IPv4-mapped). An IPv6 dst may carry a zone (the
+// interface of a link-local address). On a connected device, dst equal to
+// the connected peer (IPv4 as such or IPv4-mapped) is sent as Xmit sends,
 // without an address: the kernel then uses the socket's cached route
 // rather than looking the route and the source address up for each
 // datagram (8% of a datagram's cost at burst 1 on loopback). XmitTo
@@ -274,7 +278,7 @@ func (d *Device) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 		}
 		t.lastN = mmsg.PutSockaddr(t.lastName[:], d.family, dst)
 		t.lastDst = dst
-		t.lastPeer = d.connected && (dst == d.remote || dst == d.remoteSrc)
+		t.lastPeer = d.connected && (dst == d.remote || netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port()) == d.remoteSrc)
 	}
 	name := t.lastName[:t.lastN]
 	if t.lastPeer {
