@@ -513,6 +513,94 @@ func (g *Pktgen) burst(ts int64) (int, error) {
 	return sent, nil
 }
 
+// plainBursts sends bursts of datagrams as burst does, for a run that
+// stamps no send time, reads the clock every clockStep packets and builds
+// every packet afresh from the cache (plain: no GSO, clone, frame template
+// or device allocator). It returns after clockStep packets (counted in
+// unclocked, as clockDue counts them), when the count is reached or over
+// is set, and after a burst that met an error, which it counts as burst
+// does and leaves to Run. It holds the generator's state in locals and
+// calls nothing but the cache and the device: on hosts that drop the TLB
+// on every system call, each page and cache line touched between two
+// doorbells is a miss, and the path through Run, burst, next and build
+// touched enough of them to cost 60 ns a datagram (docs/BENCHMARKS.md,
+// "A plain loop for plain runs").
+func (g *Pktgen) plainBursts(over *atomic.Bool) (int, error) {
+	c, dev, ax, dsts := g.cache, g.dev, g.ax, g.dsts
+	sched, si, seqs := g.sched, g.si, g.seqs
+	flow, flowLeft, flows, flowLen := g.flow, g.flowLeft, g.flows, g.flowLen
+	burstLen, run, xe := g.burstLen, g.run, g.xmitErrs
+	total := 0
+	var err error
+	for err == nil {
+		rem := g.countLeft()
+		if rem == 0 {
+			break
+		}
+		units := int(min(uint64(burstLen), rem))
+		sent := 0
+		for i := range units {
+			// The flow and the size advance before the allocation, as
+			// in next and build.
+			f, size := flow, sched[si].size
+			if flowLeft--; flowLeft == 0 {
+				flowLeft = flowLen
+				if flow++; flow == flows {
+					flow = 0
+				}
+			}
+			if si++; si == len(sched) {
+				si = 0
+			}
+			b, aerr := c.Alloc(size)
+			if aerr != nil {
+				g.allocFails++
+				g.note(aerr)
+				if i > 0 {
+					if ferr := dev.Flush(); ferr != nil {
+						g.xmitErrs++
+						g.note(ferr)
+					}
+				}
+				err = aerr
+				break
+			}
+			putDatagram(b.Put(size), run, f, seqs[f], 0)
+			seqs[f]++
+			g.queued++
+			sent++
+			var xerr error
+			if ax != nil {
+				xerr = ax.XmitTo(b, dsts[f], i+1 < units)
+			} else {
+				xerr = dev.Xmit(b, i+1 < units)
+			}
+			if xerr != nil {
+				g.xmitErrs++
+				g.note(xerr)
+				if errors.Is(xerr, netdev.ErrClosed) {
+					err = xerr
+					break
+				}
+			}
+		}
+		total += sent
+		g.unclocked += max(sent, 1)
+		if g.xmitErrs != xe || g.unclocked >= g.clockStep || over.Load() {
+			break
+		}
+	}
+	g.si, g.flow, g.flowLeft = si, flow, flowLeft
+	return total, err
+}
+
+// putDatagram writes a datagram's payload into p: the stamp of run, flow,
+// seq and ts, then zeros.
+func putDatagram(p []byte, run uint32, flow int, seq uint64, ts int64) {
+	PutStamp(p, Stamp{Run: run, Flow: uint32(flow), Seq: seq, Tstamp: ts})
+	clear(p[StampLen:])
+}
+
 func (g *Pktgen) note(err error) {
 	if g.firstErr == nil {
 		g.firstErr = err
@@ -692,8 +780,7 @@ func (g *Pktgen) buildDatagrams(flow, size, segs int, seq uint64, ts int64) (*sk
 	}
 	p := b.Put(size * segs)
 	if segs == 1 {
-		PutStamp(p, Stamp{Run: g.run, Flow: uint32(flow), Seq: seq, Tstamp: ts})
-		clear(p[StampLen:])
+		putDatagram(p, g.run, flow, seq, ts)
 	} else {
 		// One clear for the whole run and the stamps over it: a clear per
 		// datagram costs a call each.
@@ -739,6 +826,8 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	// (each send up to the driver's own timeout) does not hold the run
 	// past them.
 	sparse := g.cfg.NoTimestamp && g.cfg.Rate == 0 // the clock read every clockEvery packets
+	// Sparse runs of datagrams built afresh go through plainBursts.
+	plain := sparse && !g.gso && !g.link && g.clone == 1 && g.devAlloc == nil
 	var over atomic.Bool
 	if sparse {
 		t := time.AfterFunc(g.duration, func() { over.Store(true) })
@@ -787,14 +876,21 @@ loop:
 			continue
 		}
 		xe := g.xmitErrs
-		g.cut = uint64(want)
-		sent, err := g.burst(g.stamp(g.clk.wall(now)))
-		g.cut = 0
-		if sent < want {
-			// A GSO super-packet of fewer datagrams than Burst (a size
-			// of which fewer fit), or a burst cut short: the rate is
-			// paid for the datagrams sent.
-			pace.tat -= time.Duration(float64(want-sent) * pace.perPacket)
+		var sent int
+		var err error
+		if plain {
+			// Bursts up to the next read of the clock; no rate to pay.
+			sent, err = g.plainBursts(&over)
+		} else {
+			g.cut = uint64(want)
+			sent, err = g.burst(g.stamp(g.clk.wall(now)))
+			g.cut = 0
+			if sent < want {
+				// A GSO super-packet of fewer datagrams than Burst (a
+				// size of which fewer fit), or a burst cut short: the
+				// rate is paid for the datagrams sent.
+				pace.tat -= time.Duration(float64(want-sent) * pace.perPacket)
+			}
 		}
 		if g.xmitErrs != xe {
 			if runErr = g.failing(&fw, st0, g.clk.now()); runErr != nil {
@@ -811,7 +907,12 @@ loop:
 			runErr = err
 			break loop
 		}
-		if err == nil && !g.clockDue(sent) && !over.Load() {
+		if plain {
+			// plainBursts counted its packets in unclocked.
+			if err == nil && g.unclocked < g.clockStep && !over.Load() {
+				continue
+			}
+		} else if err == nil && !g.clockDue(sent) && !over.Load() {
 			continue
 		}
 		prev := now
