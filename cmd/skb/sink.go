@@ -476,6 +476,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			if o.gro && !d.GRO() {
 				return errors.New("sink: --gro: the kernel refused UDP_GRO on this socket")
 			}
+			if i == 0 && o.copybreak > d.Copybreak() && d.Copybreak() > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "skb: sink: warning: --copybreak %d: datagrams of %d bytes or more are not copied: a copy must land in a smaller buffer than the receive buffer, and the pool has none between\n", o.copybreak, d.Copybreak())
+			}
 			if listen.Port() == 0 {
 				listen = d.LocalAddr() // the result names the port the kernel picked (one flow: see above)
 				fmt.Fprintf(os.Stderr, "sink: listening on %v\n", listen)

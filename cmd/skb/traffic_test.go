@@ -574,6 +574,20 @@ func (d fakeTruncDev) Stats() netdev.Stats { return netdev.Stats{RxTruncated: d.
 // TestSinkTruncated checks what the sink says of packets its devices
 // dropped as too long: nothing when there were none, and otherwise a note
 // on the result line and a warning.
+// TestSinkCopybreakLimit checks that a --copybreak the udp device cannot
+// honour in full is warned about, with the limit in effect, and a lower
+// one is not.
+func TestSinkCopybreakLimit(t *testing.T) {
+	_, errOut, code := skb(t, "sink", "--listen", "127.0.0.1:0", "--copybreak", "5000", "-t", "200ms")
+	if code != 0 || !strings.Contains(errOut, "--copybreak 5000: datagrams of 1921 bytes or more are not copied") {
+		t.Errorf("--copybreak 5000: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = skb(t, "sink", "--listen", "127.0.0.1:0", "--copybreak", "1900", "-t", "200ms")
+	if code != 0 || strings.Contains(errOut, "copybreak") {
+		t.Errorf("--copybreak 1900: exit %d, stderr %q", code, errOut)
+	}
+}
+
 func TestSinkTruncated(t *testing.T) {
 	if n := rxTruncated([]netdev.Device{fakeTruncDev{n: 0}}); n != 0 || truncatedNote(n) != "" {
 		t.Errorf("no truncation: %d, note %q", n, truncatedNote(n))

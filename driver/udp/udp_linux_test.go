@@ -108,6 +108,32 @@ func testTransfer(t *testing.T, local netip.AddrPort, gso, gro bool) {
 	}
 }
 
+// TestCopybreakInEffect checks the threshold Copybreak reports: Config's,
+// lowered to what lands in a smaller class than the receive buffer.
+func TestCopybreakInEffect(t *testing.T) {
+	for _, tc := range []struct {
+		copybreak, recv, want int
+	}{
+		{0, 0, netdev.DefaultCopybreak},
+		{1000, 0, 385},              // a 512-byte block behind 128 of headroom
+		{5000, MaxDatagram4, 1921},  // a 2048-byte block
+		{netdev.CopybreakOff, 0, 0}, // off
+		{0, 64, 0},                  // receive buffers of the smallest class
+		{100, MaxDatagram4, 100},    // below every limit
+	} {
+		d, err := Open(Config{Config: netdev.Config{Copybreak: tc.copybreak}, Local: lo4, RecvSize: tc.recv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Copybreak(); got != tc.want {
+			t.Errorf("copybreak %d, receive size %d: Copybreak() = %d, want %d", tc.copybreak, tc.recv, got, tc.want)
+		}
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestCopybreak checks the copybreak threshold, CopybreakOff and a headroom
 // other than the pool's.
 func TestCopybreak(t *testing.T) {

@@ -99,6 +99,9 @@ func (d *Device) GSO() bool { return false }
 // GRO reports false.
 func (d *Device) GRO() bool { return false }
 
+// Copybreak returns 0.
+func (d *Device) Copybreak() int { return 0 }
+
 // Fd returns -1.
 func (d *Device) Fd() int { return -1 }
 
