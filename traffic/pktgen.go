@@ -240,6 +240,8 @@ type Pktgen struct {
 	flow     int
 	flowLeft int
 
+	noPlain bool // tests: send every burst through burst, not plainBursts
+
 	cur     *skb.Buff // clone source
 	curFlow int
 	curSegs int
@@ -513,31 +515,33 @@ func (g *Pktgen) burst(ts int64) (int, error) {
 	return sent, nil
 }
 
-// plainBursts sends bursts of datagrams as burst does, for a run that
-// stamps no send time, reads the clock every clockStep packets and builds
-// every packet afresh from the cache (plain: no GSO, clone, frame template
-// or device allocator). It returns after clockStep packets (counted in
-// unclocked, as clockDue counts them), when the count is reached or over
-// is set, and after a burst that met an error, which it counts as burst
-// does and leaves to Run. It holds the generator's state in locals and
-// calls nothing but the cache and the device: on hosts that drop the TLB
-// on every system call, each page and cache line touched between two
+// plainBursts sends bursts of datagrams stamped with ts as burst does,
+// for a run whose datagrams are all built afresh from the cache (plain: no
+// GSO, clone, frame template or device allocator): a first burst of up to
+// first datagrams, then bursts of up to Burst, until unclocked reaches
+// clockStep (it counts them as clockDue does: with a clock read after
+// every burst, that is after the first), the count is reached or over is
+// set, or after a burst that met an error, which it counts as burst does
+// and leaves to Run. It holds the generator's state in locals and calls
+// nothing but the cache and the device: on hosts that drop the TLB on
+// every system call, each page and cache line touched between two
 // doorbells is a miss, and the path through Run, burst, next and build
 // touched enough of them to cost 60 ns a datagram (docs/BENCHMARKS.md,
 // "A plain loop for plain runs").
-func (g *Pktgen) plainBursts(over *atomic.Bool) (int, error) {
+func (g *Pktgen) plainBursts(over *atomic.Bool, ts int64, first int) (int, error) {
 	c, dev, ax, dsts := g.cache, g.dev, g.ax, g.dsts
 	sched, si, seqs := g.sched, g.si, g.seqs
 	flow, flowLeft, flows, flowLen := g.flow, g.flowLeft, g.flows, g.flowLen
 	burstLen, run, xe := g.burstLen, g.run, g.xmitErrs
-	total := 0
+	total, want := 0, first
 	var err error
 	for err == nil {
 		rem := g.countLeft()
 		if rem == 0 {
 			break
 		}
-		units := int(min(uint64(burstLen), rem))
+		units := int(min(uint64(want), rem))
+		want = burstLen
 		sent := 0
 		for i := range units {
 			// The flow and the size advance before the allocation, as
@@ -565,7 +569,7 @@ func (g *Pktgen) plainBursts(over *atomic.Bool) (int, error) {
 				err = aerr
 				break
 			}
-			putDatagram(b.Put(size), run, f, seqs[f], 0)
+			putDatagram(b.Put(size), run, f, seqs[f], ts)
 			seqs[f]++
 			g.queued++
 			sent++
@@ -826,8 +830,8 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	// (each send up to the driver's own timeout) does not hold the run
 	// past them.
 	sparse := g.cfg.NoTimestamp && g.cfg.Rate == 0 // the clock read every clockEvery packets
-	// Sparse runs of datagrams built afresh go through plainBursts.
-	plain := sparse && !g.gso && !g.link && g.clone == 1 && g.devAlloc == nil
+	// Runs of datagrams built afresh go through plainBursts.
+	plain := !g.gso && !g.link && g.clone == 1 && g.devAlloc == nil && !g.noPlain
 	var over atomic.Bool
 	if sparse {
 		t := time.AfterFunc(g.duration, func() { over.Store(true) })
@@ -879,18 +883,18 @@ loop:
 		var sent int
 		var err error
 		if plain {
-			// Bursts up to the next read of the clock; no rate to pay.
-			sent, err = g.plainBursts(&over)
+			// Bursts up to the next read of the clock.
+			sent, err = g.plainBursts(&over, g.stamp(g.clk.wall(now)), want)
 		} else {
 			g.cut = uint64(want)
 			sent, err = g.burst(g.stamp(g.clk.wall(now)))
 			g.cut = 0
-			if sent < want {
-				// A GSO super-packet of fewer datagrams than Burst (a
-				// size of which fewer fit), or a burst cut short: the
-				// rate is paid for the datagrams sent.
-				pace.tat -= time.Duration(float64(want-sent) * pace.perPacket)
-			}
+		}
+		if sent < want {
+			// A GSO super-packet of fewer datagrams than Burst (a size
+			// of which fewer fit), or a burst cut short: the rate is
+			// paid for the datagrams sent.
+			pace.tat -= time.Duration(float64(want-sent) * pace.perPacket)
 		}
 		if g.xmitErrs != xe {
 			if runErr = g.failing(&fw, st0, g.clk.now()); runErr != nil {

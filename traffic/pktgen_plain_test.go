@@ -38,6 +38,8 @@ type recorder struct {
 	n         int
 	failEvery int
 	closeAt   int
+	stamped   bool // want a send time in every stamp (none without)
+	bad       int
 }
 
 var errRefused = errors.New("recorder: refused")
@@ -73,8 +75,10 @@ func (d *recorder) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 		return errRefused
 	}
 	st, ok := ParseStamp(b.Data())
-	if !ok || st.Run != 7 {
-		d.t.Errorf("packet %d: stamp %+v, %v", d.n, st, ok)
+	if !ok || st.Run != 7 || (st.Tstamp > time.Now().UnixNano()-int64(time.Minute)) != d.stamped {
+		if d.bad++; d.bad <= 5 {
+			d.t.Errorf("packet %d: stamp %+v, %v; want a send time: %v", d.n, st, ok, d.stamped)
+		}
 	}
 	d.log = append(d.log, sent{flow: st.Flow, seq: st.Seq, size: b.Len(), dst: dst, more: more})
 	if more {
@@ -99,11 +103,12 @@ func (d *recorder) Stats() netdev.Stats                            { return d.ct
 func (d *recorder) Close() error                                   { return nil }
 
 // TestPktgenPlainBursts checks that a run on the plain path (plainBursts:
-// no send time, no rate, datagrams built afresh) hands the device the
-// same packets, in the same order, with the same more flags and flushes,
-// and ends with the same result and error as the same run on the general
-// path (with a send time), also when sends fail, when the device closes
-// partway through and when a size does not fit the pool.
+// datagrams built afresh) hands the device the same packets, in the same
+// order, with the same more flags and flushes, and ends with the same
+// result and error as the same run on the general path (burst, next and
+// build), with and without send times, also with a rate, when sends fail,
+// when the device closes partway through and when a size does not fit the
+// pool.
 func TestPktgenPlainBursts(t *testing.T) {
 	dst := netip.MustParseAddrPort("198.18.0.2:9000")
 	small := pool.Config{Classes: []pool.Class{{Size: 1024}}}
@@ -121,42 +126,46 @@ func TestPktgenPlainBursts(t *testing.T) {
 		{name: "flows to ports", cfg: PktgenConfig{Count: 400, Burst: 4, Flows: 5, Dst: dst}},
 		{name: "failing sends", cfg: PktgenConfig{Count: 500, Burst: 4, Flows: 2}, failEvery: 7},
 		{name: "failing sends, burst 1", cfg: PktgenConfig{Count: 300}, failEvery: 3},
+		{name: "rate", cfg: PktgenConfig{Count: 300, Burst: 4, Rate: 2e6}},
 		{name: "every send fails", cfg: PktgenConfig{Count: 500, Burst: 3}, failEvery: 1},
 		{name: "closed partway", cfg: PktgenConfig{Count: 500, Burst: 8}, closeAt: 150},
 		{name: "size over the pool", cfg: PktgenConfig{Count: 500, Burst: 4, IMIX: []IMIXEntry{{64, 5}, {1400, 1}}}, pool: small},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs [2][]sent
-			var res [2]string
-			for i, plain := range []bool{true, false} {
-				d := newRecorder(t, tc.pool)
-				d.failEvery, d.closeAt = tc.failEvery, tc.closeAt
-				cfg := tc.cfg
-				cfg.Run, cfg.NoTimestamp, cfg.Duration = 7, plain, time.Minute
-				g, err := NewPktgen(d, cfg)
-				if err != nil {
-					t.Fatal(err)
+			for _, stamped := range []bool{false, true} {
+				var logs [2][]sent
+				var res [2]string
+				for i, general := range []bool{false, true} {
+					d := newRecorder(t, tc.pool)
+					d.failEvery, d.closeAt, d.stamped = tc.failEvery, tc.closeAt, stamped
+					cfg := tc.cfg
+					cfg.Run, cfg.NoTimestamp, cfg.Duration = 7, !stamped, time.Minute
+					g, err := NewPktgen(d, cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					g.noPlain = general
+					r, err := g.Run(context.Background())
+					r.Seconds, r.PPS, r.Mbps, r.FrameMbps = 0, 0, 0, 0
+					res[i] = fmt.Sprintf("%+v, %v", r, err)
+					logs[i] = d.log
+					if d.n == 0 {
+						t.Fatal("nothing sent")
+					}
 				}
-				r, err := g.Run(context.Background())
-				r.Seconds, r.PPS, r.Mbps, r.FrameMbps = 0, 0, 0, 0
-				res[i] = fmt.Sprintf("%+v, %v", r, err)
-				logs[i] = d.log
-				if d.n == 0 {
-					t.Fatal("nothing sent")
+				if res[0] != res[1] {
+					t.Errorf("stamped %v: plain path: %s\ngeneral path: %s", stamped, res[0], res[1])
 				}
-			}
-			if res[0] != res[1] {
-				t.Errorf("plain path: %s\ngeneral path: %s", res[0], res[1])
-			}
-			if !slices.Equal(logs[0], logs[1]) {
-				n := min(len(logs[0]), len(logs[1]))
-				k := 0
-				for k < n && logs[0][k] == logs[1][k] {
-					k++
+				if !slices.Equal(logs[0], logs[1]) {
+					n := min(len(logs[0]), len(logs[1]))
+					k := 0
+					for k < n && logs[0][k] == logs[1][k] {
+						k++
+					}
+					t.Errorf("stamped %v: the paths differ from packet %d on (of %d and %d): plain %+v, general %+v", stamped,
+						k, len(logs[0]), len(logs[1]), logs[0][k:min(k+3, len(logs[0]))], logs[1][k:min(k+3, len(logs[1]))])
 				}
-				t.Errorf("the paths differ from packet %d on (of %d and %d): plain %+v, general %+v",
-					k, len(logs[0]), len(logs[1]), logs[0][k:min(k+3, len(logs[0]))], logs[1][k:min(k+3, len(logs[1]))])
 			}
 		})
 	}
@@ -175,7 +184,7 @@ func TestPktgenPlainAllocs(t *testing.T) {
 	g.clockStep = 64
 	allocs := testing.AllocsPerRun(100, func() {
 		g.unclocked = 0
-		if n, err := g.plainBursts(&over); n != 64 || err != nil {
+		if n, err := g.plainBursts(&over, 0, 1); n != 64 || err != nil {
 			t.Fatalf("plainBursts: %d, %v", n, err)
 		}
 	})
