@@ -522,12 +522,16 @@ func (g *Pktgen) burst(ts int64) (int, error) {
 // clockStep (it counts them as clockDue does: with a clock read after
 // every burst, that is after the first), the count is reached or over is
 // set, or after a burst that met an error, which it counts as burst does
-// and leaves to Run. It holds the generator's state in locals and calls
-// nothing but the cache and the device: on hosts that drop the TLB on
-// every system call, each page and cache line touched between two
-// doorbells is a miss, and the path through Run, burst, next and build
-// touched enough of them to cost 60 ns a datagram (docs/BENCHMARKS.md,
-// "A plain loop for plain runs").
+// and leaves to Run. It returns the datagrams handed to the device over
+// all its bursts, and the pool's error or netdev.ErrClosed that ended
+// them. Run gives it the length pace.due cut the first burst to; with a
+// rate the clock is read after every burst, so it sends that burst alone.
+// It holds the generator's state in locals and calls little beyond the
+// cache and the device: on hosts that drop the TLB on every system call,
+// each page and cache line touched between two doorbells is a miss, and
+// the path through Run, burst, next and build touched enough of them to
+// cost 60 ns a datagram (docs/BENCHMARKS.md, "A plain loop for plain
+// runs").
 func (g *Pktgen) plainBursts(over *atomic.Bool, ts int64, first int) (int, error) {
 	c, dev, ax, dsts := g.cache, g.dev, g.ax, g.dsts
 	sched, si, seqs := g.sched, g.si, g.seqs
@@ -893,7 +897,8 @@ loop:
 		if sent < want {
 			// A GSO super-packet of fewer datagrams than Burst (a size
 			// of which fewer fit), or a burst cut short: the rate is
-			// paid for the datagrams sent.
+			// paid for the datagrams sent. (plainBursts sends more than
+			// want, several bursts, only without a rate.)
 			pace.tat -= time.Duration(float64(want-sent) * pace.perPacket)
 		}
 		if g.xmitErrs != xe {

@@ -40,6 +40,11 @@ type recorder struct {
 	closeAt   int
 	stamped   bool // want a send time in every stamp (none without)
 	bad       int
+	// hold keeps the buffers handed over until Flush (their completion);
+	// flushFails makes Flush return errRefused after freeing them.
+	hold       bool
+	held       []*skb.Buff
+	flushFails bool
 }
 
 var errRefused = errors.New("recorder: refused")
@@ -64,7 +69,11 @@ func (d *recorder) Xmit(b *skb.Buff, more bool) error {
 }
 
 func (d *recorder) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
-	defer d.c.Free(b)
+	if d.hold {
+		d.held = append(d.held, b)
+	} else {
+		defer d.c.Free(b)
+	}
 	d.n++
 	if d.closeAt > 0 && d.n >= d.closeAt {
 		d.ctr.TxDrop(netdev.DropClosed, 1)
@@ -91,6 +100,13 @@ func (d *recorder) XmitTo(b *skb.Buff, dst netip.AddrPort, more bool) error {
 
 func (d *recorder) Flush() error {
 	d.log = append(d.log, sent{flush: true})
+	for _, b := range d.held {
+		d.c.Free(b)
+	}
+	d.held = d.held[:0]
+	if d.flushFails {
+		return errRefused
+	}
 	return nil
 }
 
@@ -107,17 +123,23 @@ func (d *recorder) Close() error                                   { return nil 
 // order, with the same more flags and flushes, and ends with the same
 // result and error as the same run on the general path (burst, next and
 // build), with and without send times, also with a rate, when sends fail,
-// when the device closes partway through and when a size does not fit the
-// pool.
+// when the device closes partway through, when the pool runs out partway
+// through a burst (and the Flush that follows fails) and when a size does
+// not fit the pool.
 func TestPktgenPlainBursts(t *testing.T) {
 	dst := netip.MustParseAddrPort("198.18.0.2:9000")
 	small := pool.Config{Classes: []pool.Class{{Size: 1024}}}
+	// Eight buffers: with the device holding five a burst until Flush,
+	// the second burst runs out at its fourth.
+	bounded := pool.Config{Classes: []pool.Class{{Size: 2048, Max: 8}}}
 	tests := []struct {
 		name      string
 		cfg       PktgenConfig
 		pool      pool.Config
 		failEvery int
 		closeAt   int
+		hold      bool // the device frees what it was handed at Flush only
+		flushFail bool
 	}{
 		{name: "burst 1", cfg: PktgenConfig{Count: 300}},
 		{name: "burst 5, count not a multiple", cfg: PktgenConfig{Count: 203, Burst: 5}},
@@ -126,7 +148,10 @@ func TestPktgenPlainBursts(t *testing.T) {
 		{name: "flows to ports", cfg: PktgenConfig{Count: 400, Burst: 4, Flows: 5, Dst: dst}},
 		{name: "failing sends", cfg: PktgenConfig{Count: 500, Burst: 4, Flows: 2}, failEvery: 7},
 		{name: "failing sends, burst 1", cfg: PktgenConfig{Count: 300}, failEvery: 3},
+		{name: "flows to ports, short last burst", cfg: PktgenConfig{Count: 403, Burst: 4, Flows: 7, FlowLen: 3, Dst: dst, IMIX: DefaultIMIX}},
 		{name: "rate", cfg: PktgenConfig{Count: 300, Burst: 4, Rate: 2e6}},
+		{name: "pool exhausted partway through bursts", cfg: PktgenConfig{Count: 200, Burst: 5}, pool: bounded, hold: true},
+		{name: "pool exhausted, failing flush", cfg: PktgenConfig{Count: 200, Burst: 5}, pool: bounded, hold: true, flushFail: true},
 		{name: "every send fails", cfg: PktgenConfig{Count: 500, Burst: 3}, failEvery: 1},
 		{name: "closed partway", cfg: PktgenConfig{Count: 500, Burst: 8}, closeAt: 150},
 		{name: "size over the pool", cfg: PktgenConfig{Count: 500, Burst: 4, IMIX: []IMIXEntry{{64, 5}, {1400, 1}}}, pool: small},
@@ -139,6 +164,7 @@ func TestPktgenPlainBursts(t *testing.T) {
 				for i, general := range []bool{false, true} {
 					d := newRecorder(t, tc.pool)
 					d.failEvery, d.closeAt, d.stamped = tc.failEvery, tc.closeAt, stamped
+					d.hold, d.flushFails = tc.hold, tc.flushFail
 					cfg := tc.cfg
 					cfg.Run, cfg.NoTimestamp, cfg.Duration = 7, !stamped, time.Minute
 					g, err := NewPktgen(d, cfg)

@@ -571,9 +571,6 @@ type fakeTruncDev struct {
 
 func (d fakeTruncDev) Stats() netdev.Stats { return netdev.Stats{RxTruncated: d.n} }
 
-// TestSinkTruncated checks what the sink says of packets its devices
-// dropped as too long: nothing when there were none, and otherwise a note
-// on the result line and a warning.
 // TestSinkCopybreakLimit checks that a --copybreak the udp device cannot
 // honour in full is warned about, with the limit in effect, and a lower
 // one is not.
@@ -588,6 +585,9 @@ func TestSinkCopybreakLimit(t *testing.T) {
 	}
 }
 
+// TestSinkTruncated checks what the sink says of packets its devices
+// dropped as too long: nothing when there were none, and otherwise a note
+// on the result line and a warning.
 func TestSinkTruncated(t *testing.T) {
 	if n := rxTruncated([]netdev.Device{fakeTruncDev{n: 0}}); n != 0 || truncatedNote(n) != "" {
 		t.Errorf("no truncation: %d, note %q", n, truncatedNote(n))

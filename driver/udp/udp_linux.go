@@ -586,11 +586,11 @@ func (d *Device) GRO() bool { return d.gro }
 
 // Copybreak returns the receive copybreak threshold in effect, in bytes:
 // datagrams shorter than it are copied into right-sized buffers; 0 when
-// copybreak is off. It is Config's threshold, lowered so that every copy
-// lands in a smaller class of the pool than the receive buffer: with the
-// default pool and headroom, 1921 (datagrams up to 1920 bytes, which fit
-// a 2048-byte block) when the receive buffers come from a larger class,
-// and 0 when they are the smallest class.
+// copybreak is off. It is Config's threshold (CopybreakThreshold: 256 for
+// 0), lowered so that every copy lands in a smaller class of the pool than
+// the receive buffer: with the default pool and headroom at most 385 with
+// 2048-byte receive buffers (the default), 1921 with 68 KiB ones (GRO, or
+// a RecvSize over 1920), and 0 with buffers of the smallest class.
 func (d *Device) Copybreak() int { return d.copybreak }
 
 // PktInfo reports whether receives report each datagram's local address
