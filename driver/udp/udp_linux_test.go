@@ -134,6 +134,44 @@ func TestCopybreakInEffect(t *testing.T) {
 	}
 }
 
+// TestCopyClassWarm checks that the first Poll, with nothing to receive,
+// maps the pool class copybreak copies come from beside the receive
+// buffers' (the first datagrams copied would otherwise wait on it), and
+// that without copybreak it maps none.
+func TestCopyClassWarm(t *testing.T) {
+	for _, cb := range []int{0, netdev.CopybreakOff} {
+		p, err := pool.New(pool.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Open(Config{Config: netdev.Config{Pool: p, Copybreak: cb}, Local: lo4, RecvSize: MaxDatagram4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := d.Poll(8, func(b *skb.Buff) { b.Free() }); n != 0 || err != nil {
+			t.Fatalf("Poll on an empty socket: %d, %v", n, err)
+		}
+		small, recv := 0, 0
+		for _, c := range p.Stats().Classes {
+			if c.Size == pool.SmallSize {
+				small = c.Blocks
+			}
+			if c.Size-d.headroom >= MaxDatagram4 && recv == 0 {
+				recv = c.Blocks
+			}
+		}
+		if recv == 0 || (small > 0) != (cb == 0) {
+			t.Errorf("copybreak %d: after the first Poll, %d blocks of %d bytes (copies), %d receive blocks", cb, small, pool.SmallSize, recv)
+		}
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestCopybreak checks the copybreak threshold, CopybreakOff and a headroom
 // other than the pool's.
 func TestCopybreak(t *testing.T) {
