@@ -1226,7 +1226,9 @@ func TestPktgenWarm(t *testing.T) {
 			defer g.Close()
 			p := a.Cache().Pool()
 			st0 := p.Stats()
-			g.warm()
+			if !g.warm(nil) {
+				t.Fatal("warm reported a stop without done")
+			}
 			st := p.Stats()
 			allocs, frees := st.Headers.Allocs-st0.Headers.Allocs, st.Headers.Frees-st0.Headers.Frees
 			if allocs != uint64(tc.n) || frees != allocs || st.InFlight() != st0.InFlight() || a.Stats().TxPackets != 0 {

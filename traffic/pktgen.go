@@ -84,8 +84,9 @@ type PktgenConfig struct {
 
 	// Flows is the number of flows (destination ports), 1 to MaxFlows; 0
 	// means 1. FlowLen is how many buffers go to a flow before the next
-	// flow's turn (pktgen's flowlen); 0 means 1. Each flow numbers its
-	// packets from 0.
+	// flow's turn (pktgen's flowlen): packets, or with Clone N buffers
+	// each sent N times, or with GSO super-packets of up to Burst
+	// datagrams; 0 means 1. Each flow numbers its packets from 0.
 	Flows   int
 	FlowLen int
 
@@ -664,8 +665,10 @@ const warmBytes = 512 << 20
 // in their memory here rather than in the first timed burst. 4096
 // datagrams of 65507 bytes, 268 MB, took 1.2 s to touch the first time on
 // the machines skb was measured on, against 40 ms a burst after that. A
-// buffer the pool refuses ends it; nothing is sent.
-func (g *Pktgen) warm() {
+// buffer the pool refuses ends it; nothing is sent. It reports false when
+// done was closed before it finished (it then stops, after freeing what it
+// took).
+func (g *Pktgen) warm(done <-chan struct{}) bool {
 	size := 0
 	for _, e := range g.sched {
 		if g.link {
@@ -682,7 +685,16 @@ func (g *Pktgen) warm() {
 	units = (units + g.clone - 1) / g.clone
 	units = int(min(uint64(units), g.remaining(), uint64(warmBytes/max(size, 1))))
 	bufs := make([]*skb.Buff, 0, units)
+	stopped := false
 	for range units {
+		select {
+		case <-done:
+			stopped = true
+		default:
+		}
+		if stopped {
+			break
+		}
 		b, err := g.alloc(size)
 		if err != nil {
 			break
@@ -693,6 +705,14 @@ func (g *Pktgen) warm() {
 	for _, b := range bufs {
 		g.cache.Free(b)
 	}
+	if !stopped {
+		select {
+		case <-done:
+			stopped = true
+		default:
+		}
+	}
+	return !stopped
 }
 
 func (g *Pktgen) dropCur() {
@@ -804,10 +824,11 @@ func (g *Pktgen) buildDatagrams(flow, size, segs int, seq uint64, ts int64) (*sk
 	return b, segs, nil
 }
 
-// Run sends until the count or the duration is reached or ctx is done,
-// pacing at Rate, calling OnInterval every Interval, then rings the
-// doorbell for anything still queued and returns what the run did. The
-// error is nil when the run ended by its bounds or ctx; otherwise it is
+// Run sends until the count or the duration is reached or ctx is done
+// (done during the warm-up, while Run touches a burst's buffers before the
+// first burst: nothing is sent), pacing at Rate, calling OnInterval every
+// Interval, then rings the doorbell for anything still queued and returns
+// what the run did. The error is nil when the run ended by its bounds or ctx; otherwise it is
 // netdev.ErrClosed (the device was closed under the run), an error
 // wrapping ErrFailing when 64 sends in a row failed and none went out
 // meanwhile (at the run's start; later, for failStall, 3 s, too),
@@ -824,7 +845,11 @@ func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 		// Closed before the run: its Cache may not be used any more.
 		return PktgenResult{Flows: g.flows}, err
 	}
-	g.warm()
+	if !g.warm(done) {
+		// Stopped during the warm-up (a large burst can take a second to
+		// touch): nothing was sent.
+		return PktgenResult{Flows: g.flows}, nil
+	}
 	g.clk = newClock()
 	g.lastTick = 0
 	g.clockStep, g.unclocked = 1, 0

@@ -218,3 +218,25 @@ func TestPktgenPlainAllocs(t *testing.T) {
 		t.Errorf("%v allocations per 64 packets", allocs)
 	}
 }
+
+// TestPktgenStoppedInWarmUp checks that a run whose ctx ends before or
+// during the warm-up sends nothing and returns no error, with every
+// buffer the warm-up took back in the pool.
+func TestPktgenStoppedInWarmUp(t *testing.T) {
+	d := newRecorder(t, pool.Config{})
+	g, err := NewPktgen(d, PktgenConfig{Run: 7, Burst: 64, Size: 1000, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p := d.c.Pool()
+	in0 := p.Stats().InFlight()
+	r, err := g.Run(ctx)
+	if err != nil || r.Packets != 0 || r.Queued != 0 || d.n != 0 {
+		t.Errorf("run stopped before it began: %+v, %v; %d handed to the device", r, err, d.n)
+	}
+	if in := p.Stats().InFlight(); in != in0 {
+		t.Errorf("buffers in flight %d -> %d", in0, in)
+	}
+}

@@ -118,7 +118,7 @@ before it sends anything. --allow-any-dst lifts that for a network you own.
 	fs.IntVarP(&o.size, "size", "s", traffic.DefaultSize, fmt.Sprintf("UDP payload bytes per packet, at least %d (the stamp)", traffic.StampLen))
 	fs.StringVar(&o.imix, "imix", "", "a mix of sizes instead of --size: SIZE:WEIGHT,... or \"imix\" for 64:7,576:4,1472:1")
 	fs.IntVarP(&o.flows, "flows", "f", 1, fmt.Sprintf("flows: destination ports PORT to PORT+N-1, 1 to %d (a sink listens on at most %d)", pktgenMaxFlows, sinkMaxFlows))
-	fs.IntVar(&o.flowLen, "flow-len", 1, "packets (buffers with --clone) to a flow before the next flow's turn")
+	fs.IntVar(&o.flowLen, "flow-len", 1, "packets (buffers with --clone, super-packets with --gso) to a flow before the next flow's turn")
 	fs.Uint64VarP(&o.count, "count", "n", 0, "stop after N packets (0: only --duration bounds the run)")
 	durationVarP(fs, &o.duration, "duration", "t", traffic.DefaultDuration, "stop after this long")
 	fs.Float64VarP(&o.rate, "rate", "r", 0, "packets per second, 0 for as fast as the device takes them")

@@ -104,14 +104,16 @@ in the latency).
 Loss is counted per flow from the packets that arrive on those ports:
 packets to other ports are never seen, so a sink with fewer --flows than its
 pktgen reports no loss for the flows it misses (pktgen warns of the ICMP
-port-unreachable messages they cause), and within a flow it counts the gaps up
-to the last packet seen: packets dropped after it, at the end of a run, show
-in kernel drops only. Kernel drops are the socket's own count: with --gro the
-kernel counts a dropped train once, however many datagrams it held, while
-lost counts datagrams. lost is every sequence number that did not arrive,
-so it also counts what the sender stamped but could not send (pktgen's
-errors, such as a full transmit ring): lost less pktgen's errors is what the
-path lost. Each pktgen run counts as flows of its own (runs
+port-unreachable messages they cause), and within a flow it counts the gaps
+between the first and the last packet seen: packets lost before the first (a
+sink started after its pktgen) are not counted at all, and those dropped
+after the last, at the end of a run, show in kernel drops only. Kernel drops
+are the socket's own count: with --gro the kernel counts a dropped train
+once, however many datagrams it held, while lost counts datagrams. lost is
+every sequence number in those gaps, so it also counts what the sender
+stamped but could not send (pktgen's errors, such as a full transmit ring):
+for a sink started first, lost less pktgen's errors is what the path lost.
+Each pktgen run counts as flows of its own (runs
 one after the other too): two pktgens sending to one port at once are
 counted apart. Beside each flow's first run, 64 more (run, flow) pairs are
 counted at a time (per port on the udp device, so 65 runs a port; for all
