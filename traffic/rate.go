@@ -62,7 +62,10 @@ func (p *pacer) wait(c *clock, now time.Duration, n int, wake time.Duration) (ti
 	// A rate so low that the cost passes the largest Duration (292 years)
 	// saturates, rather than wrap round to a time long past.
 	if cost := float64(n) * p.perPacket; cost < float64(math.MaxInt64-p.tat) {
-		p.tat += time.Duration(cost)
+		// Rounded up: a cost cut to whole ns on every burst would let
+		// the run drift over the rate (a packet in two seconds at
+		// 123456 pps, 8100.05 ns each).
+		p.tat += time.Duration(math.Ceil(cost))
 	} else {
 		p.tat = math.MaxInt64
 	}

@@ -416,6 +416,21 @@ func TestPacer(t *testing.T) {
 	}
 }
 
+// TestPacerWholeNanoseconds checks that the bucket charges a burst at
+// least its exact cost when the cost is not a whole number of ns: cut
+// each time, 1000 bursts of 2 at 123456 pps would be charged 104 ns
+// less than they cost.
+func TestPacerWholeNanoseconds(t *testing.T) {
+	c := newClock()
+	p := newPacer(123456)
+	for range 1000 {
+		p.wait(&c, p.tat, 2, time.Hour) // due now: no sleep
+	}
+	if exact := 2000 * 1e9 / 123456.0; float64(p.tat) < exact {
+		t.Errorf("1000 bursts of 2 at 123456 pps charged %d ns, under their %.1f", p.tat, exact)
+	}
+}
+
 // TestCounterRuns checks how a flow counts packets of several runs: two
 // runs sending on it at once each count on their own, with their losses;
 // a run that follows a quiet one replaces it, its figures kept in the
