@@ -685,14 +685,8 @@ func (g *Pktgen) warm(done <-chan struct{}) bool {
 	units = (units + g.clone - 1) / g.clone
 	units = int(min(uint64(units), g.remaining(), uint64(warmBytes/max(size, 1))))
 	bufs := make([]*skb.Buff, 0, units)
-	stopped := false
 	for range units {
-		select {
-		case <-done:
-			stopped = true
-		default:
-		}
-		if stopped {
+		if closed(done) {
 			break
 		}
 		b, err := g.alloc(size)
@@ -705,14 +699,18 @@ func (g *Pktgen) warm(done <-chan struct{}) bool {
 	for _, b := range bufs {
 		g.cache.Free(b)
 	}
-	if !stopped {
-		select {
-		case <-done:
-			stopped = true
-		default:
-		}
+	return !closed(done)
+}
+
+// closed reports whether done is closed, without waiting; a nil done never
+// is.
+func closed(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
 	}
-	return !stopped
 }
 
 func (g *Pktgen) dropCur() {
@@ -828,13 +826,13 @@ func (g *Pktgen) buildDatagrams(flow, size, segs int, seq uint64, ts int64) (*sk
 // (done during the warm-up, while Run touches a burst's buffers before the
 // first burst: nothing is sent), pacing at Rate, calling OnInterval every
 // Interval, then rings the doorbell for anything still queued and returns
-// what the run did. The error is nil when the run ended by its bounds or ctx; otherwise it is
-// netdev.ErrClosed (the device was closed under the run), an error
-// wrapping ErrFailing when 64 sends in a row failed and none went out
-// meanwhile (at the run's start; later, for failStall, 3 s, too),
-// or an allocation error that no retry can fix (skb.ErrTooBig: the size
-// does not fit the device's buffers); the result still holds what was
-// sent. Stop a run with ctx, and close the device after Run returns: the
+// what the run did. The error is nil when the run ended by its bounds or
+// ctx; otherwise it is netdev.ErrClosed (the device was closed under the
+// run), an error wrapping ErrFailing when 64 sends in a row failed and
+// none went out meanwhile (at the run's start; later, for failStall, 3 s,
+// too), or an allocation error that no retry can fix (skb.ErrTooBig: the
+// size does not fit the device's buffers); the result still holds what
+// was sent. Stop a run with ctx, and close the device after Run returns: the
 // generator allocates from the device's Cache, which Close closes.
 func (g *Pktgen) Run(ctx context.Context) (PktgenResult, error) {
 	if ctx == nil {
