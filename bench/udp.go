@@ -86,7 +86,7 @@ func runUDP(ctx context.Context, e *env, f udpFlow) (sample, error) {
 	// address up for every unconnected datagram (__ip_dev_find in the
 	// route lookup), which cost burst 64 about 5% (ten ABBA rounds).
 	tx, err := udp.Open(udp.Config{
-		Config: netdev.Config{Pool: txPool, Batch: max(f.burst, netdev.DefaultBatch)},
+		Config: netdev.Config{Pool: txPool, Batch: max(f.burst, netdev.DefaultBatch), Copybreak: netdev.CopybreakOff},
 		Local:  wildcard, GSO: f.gso, SndBuf: sockBuf,
 	})
 	if err != nil {

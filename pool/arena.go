@@ -32,6 +32,11 @@ func (a *Arena) HugePages() bool { return a.huge }
 // hugePageSize is the x86-64 and arm64 default huge page, 2 MiB.
 const hugePageSize = 2 << 20
 
+// firstArenaBytes is about how much a class's first arena maps when
+// Class.ArenaBlocks is 0 (and the pool has no HugePages): the first
+// allocation of a class makes that many blocks' headers at once.
+const firstArenaBytes = 256 << 10
+
 // pageSize is the base page size arenas are rounded to.
 const pageSize = 4096
 

@@ -24,8 +24,11 @@ type Class struct {
 	// are in use or sitting in caches.
 	Max int
 	// ArenaBlocks is how many blocks each arena holds; 0 picks enough for
-	// about 2 MiB (at least 16). Ignored when Contiguous. An arena (of
-	// ArenaBlocks blocks, or Max when Contiguous) must fit an int.
+	// about 256 KiB for the class's first arena and about 2 MiB for the
+	// next (at least 16 blocks each; about 2 MiB for the first too with
+	// HugePages, which maps whole huge pages). Ignored when Contiguous. An
+	// arena (of ArenaBlocks blocks, or Max when Contiguous) must fit an
+	// int.
 	ArenaBlocks int
 	// Contiguous maps all Max blocks as one arena at New, the layout an AF_XDP
 	// UMEM needs (see Pool.Arena). It requires Max.
@@ -310,6 +313,14 @@ func (p *Pool) grow(c *class) error {
 	}
 	if n == 0 {
 		n = max(16, hugePageSize/c.cfg.Size)
+		if len(c.arenas) == 0 && !p.cfg.HugePages {
+			// A class's first arena is smaller: its headers are made
+			// with it, and 4096 of them (the 512-byte class) took the
+			// first allocation of the class 10-15 ms on a host with slow
+			// page faults, where a receiver's first copybreak copy
+			// waited on them.
+			n = max(16, firstArenaBytes/c.cfg.Size)
+		}
 	}
 	if c.cfg.Max > 0 {
 		n = min(n, c.cfg.Max-c.blocks)

@@ -286,6 +286,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			return fmt.Errorf("pktgen: --src %v is a destination of --dst %v (flows to ports %d-%d): pktgen would send to its own socket", src, dst, dst.Port(), int(dst.Port())+o.flows-1)
 		}
 		ucfg := udp.Config{Config: ncfg, Local: src, GSO: o.gso, SndBuf: pktgenSndBuf}
+		// pktgen receives nothing: no copybreak, whose buffers Open
+		// would make.
+		ucfg.Copybreak = netdev.CopybreakOff
 		if o.flows == 1 {
 			// One destination: connected, the kernel keeps its route.
 			ucfg.Remote = dst

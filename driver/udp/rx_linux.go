@@ -64,8 +64,6 @@ type rxq struct {
 
 	slot0 []byte // the room of the buffer posted in slot 0, where a probe receives
 
-	warmed bool // warmCopy has run (the first post)
-
 	timeo time.Duration // SO_RCVTIMEO now set (Wait); -1 none set
 }
 
@@ -345,10 +343,6 @@ func (d *Device) pendOne(n int) {
 // flags the kernel overwrote reset.
 func (d *Device) post(n int) int {
 	r := &d.rx
-	if !r.warmed {
-		r.warmed = true
-		d.warmCopy()
-	}
 	for i := r.posted; i < n; i++ {
 		if r.bufs[i] != nil {
 			continue
@@ -385,9 +379,10 @@ func (d *Device) post(n int) int {
 // warmCopy allocates and frees a buffer of the shortest and of the
 // longest datagram copybreak copies, so that the pool maps the classes the
 // copies come from (an arena and its headers; 10-15 ms for the 512-byte
-// class on a host where page faults are slow) on the first Poll, with the
-// receive buffers, rather than under the first datagrams copied, whose
-// hand-over it delayed by as much.
+// class on a host where page faults are slow) at Open, as a driver sets up
+// its receive resources when the device is opened, rather than under the
+// first datagrams copied, whose hand-over it delayed by as much, or in the
+// first Poll, which traffic may already be waiting for.
 func (d *Device) warmCopy() {
 	if d.copybreak <= 0 {
 		return

@@ -93,7 +93,12 @@ const (
 // options and probes its offloads. It returns an error wrapping ErrConfig
 // for a bad Config, or the failing system call's errno prefixed with
 // "udp: open: ". The device's buffers come from cfg.Pool, or from a pool of
-// its own (closed with the device) when cfg.Pool is nil.
+// its own (closed with the device) when cfg.Pool is nil. With copybreak on
+// (the default), Open has the pool make the size classes the copies come
+// from, as a driver sets up its receive resources at open (an arena and
+// its headers; on a host with slow page faults 10-15 ms for a pool's
+// 512-byte class): a device that only sends saves that with
+// netdev.CopybreakOff. Receive buffers are posted by the first Poll.
 func Open(cfg Config) (*Device, error) {
 	d, err := open(cfg)
 	if err != nil {
@@ -391,6 +396,7 @@ func (d *Device) initBuffers(cfg Config) error {
 	d.cache = p.NewCache()
 	d.tx.init(d.batch)
 	d.rx.init(d.batch, recvSize, d.gro || d.pktInfo, !d.noSrc && !d.connected)
+	d.warmCopy()
 	return nil
 }
 
