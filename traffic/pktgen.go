@@ -149,7 +149,10 @@ type PktgenConfig struct {
 	NoTimestamp bool
 
 	// OnInterval, when set, is called on the generator's goroutine every
-	// Interval (0 means DefaultInterval) with what the interval sent.
+	// Interval (0 means DefaultInterval) with what the interval sent, and
+	// once more at the end for the run's last interval, whole or partial
+	// (unless it is under a millisecond and sent nothing), so that the
+	// intervals add up to the result.
 	OnInterval func(PktgenInterval)
 	Interval   time.Duration
 }
@@ -983,6 +986,13 @@ loop:
 		}
 	}
 	end := g.clk.now()
+	if g.cfg.OnInterval != nil && end > g.lastTick &&
+		(end-g.lastTick >= finalInterval || g.dev.Stats() != g.lastSt || g.allocFails != g.lastFail) {
+		// The run's last interval, whole or partial, so that the
+		// intervals add up to the result: the loop ends at the
+		// duration before it would tick for it.
+		g.tick(end)
+	}
 	st := g.dev.Stats().Sub(st0)
 	r := PktgenResult{
 		Packets:    st.TxPackets,
@@ -999,6 +1009,11 @@ loop:
 	_, r.FrameMbps = rates(r.Packets, r.FrameBytes, r.Seconds)
 	return r, runErr
 }
+
+// finalInterval is the shortest last interval Run reports when nothing
+// was sent or dropped in it: a run that ends right after a tick has
+// nothing left to say.
+const finalInterval = time.Millisecond
 
 // failWatch is what Run's failing check remembers: the device's
 // tx_packets when a packet was last seen going out, the transmit errors

@@ -230,11 +230,13 @@ func TestPktgenSinkText(t *testing.T) {
 	sink := startBg(t, exec.Command(buildSkb(t), "sink", "--listen", addr, "-t", "10s", "--idle", "300ms"))
 	sink.bound(t, addr)
 	out := mustSkb(t, "pktgen", "--dst", addr, "-t", "2500ms", "-r", "5000", "-b", "4")
-	// A line per second (a stalled machine may skip one), then the result.
+	// A line per second and one for the last half second (a stalled
+	// machine may skip one), then the result.
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	iv := regexp.MustCompile(`^\[\s+[12]\.\ds\] \d+ pps, [\d.]+ Mbit/sec, 0 errors, \d+ doorbells$`)
 	res := regexp.MustCompile(`^sent \d+ packets, \d+ bytes in \d\.\d\d seconds = \d+ pps, [\d.]+ Mbit/sec; 0 errors, \d+ doorbells$`)
-	ok := len(lines) >= 2 && len(lines) <= 3 && res.MatchString(lines[len(lines)-1])
+	ok := len(lines) >= 3 && len(lines) <= 4 && res.MatchString(lines[len(lines)-1]) &&
+		strings.HasPrefix(lines[len(lines)-2], "[  2.5s]")
 	for _, l := range lines[:len(lines)-1] {
 		ok = ok && iv.MatchString(l)
 	}
