@@ -378,11 +378,11 @@ func (d *Device) post(n int) int {
 
 // warmCopy allocates and frees a buffer of the shortest and of the
 // longest datagram copybreak copies, so that the pool maps the classes the
-// copies come from (an arena and its headers; 10-15 ms for the 512-byte
+// copies come from (a first arena and its headers; 1-2 ms for the 512-byte
 // class on a host where page faults are slow) at Open, as a driver sets up
 // its receive resources when the device is opened, rather than under the
-// first datagrams copied, whose hand-over it delayed by as much, or in the
-// first Poll, which traffic may already be waiting for.
+// first datagrams copied, whose hand-over it would delay by as much, or in
+// the first Poll, which traffic may already be waiting for.
 func (d *Device) warmCopy() {
 	if d.copybreak <= 0 {
 		return

@@ -95,8 +95,8 @@ const (
 // "udp: open: ". The device's buffers come from cfg.Pool, or from a pool of
 // its own (closed with the device) when cfg.Pool is nil. With copybreak on
 // (the default), Open has the pool make the size classes the copies come
-// from, as a driver sets up its receive resources at open (an arena and
-// its headers; on a host with slow page faults 10-15 ms for a pool's
+// from, as a driver sets up its receive resources at open (a first arena
+// and its headers; on a host with slow page faults 1-2 ms for a pool's
 // 512-byte class): a device that only sends saves that with
 // netdev.CopybreakOff. Receive buffers are posted by the first Poll.
 func Open(cfg Config) (*Device, error) {
