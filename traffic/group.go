@@ -101,8 +101,10 @@ const portFlows = 64
 // goroutine reported for it, from the start of the run, so Elapsed
 // strictly increases from call to call; Seconds is the time since the
 // previous call's Elapsed (since the start for the first), and PPS and
-// the Mbit/s figures are over it. The part interval at the end of the
-// run is not reported, as Sink.Run reports none.
+// the Mbit/s figures are over it. A polling goroutine that ends reports
+// its last interval, up to its end, as Sink.Run does (see
+// SinkConfig.OnInterval): a part one under the index of the interval it
+// is part of, so that the intervals add up to the result.
 //
 // The error is the sinks' errors joined (a sink that fails stops alone;
 // the others go on), with the merged result of all.
@@ -236,9 +238,18 @@ func (r *runner) init(start, deadline time.Duration) {
 	r.nextTick = start + r.every
 }
 
-// run polls until the bounds, done, or every sink's device failed.
+// run polls until the bounds, done, or every sink's device failed, and
+// then reports the run's last interval (see final).
 func (r *runner) run(done <-chan struct{}) {
 	ticks := r.grp == nil && r.cfg.OnInterval != nil || r.grp != nil && r.grp.merge != nil
+	end := r.poll(done, ticks)
+	if ticks {
+		r.final(end)
+	}
+}
+
+// poll is run's loop; it returns when the run ended, on the sinks' clock.
+func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 	spins := 0
 	for {
 		got, drained, fresh := false, true, false
@@ -267,7 +278,7 @@ func (r *runner) run(done <-chan struct{}) {
 		}
 		r.active = kept
 		if len(r.active) == 0 {
-			return
+			return r.clk.now()
 		}
 		if !got && r.cfg.Spin {
 			// Spinning on empty queues: look at the clock (and the
@@ -285,13 +296,8 @@ func (r *runner) run(done <-chan struct{}) {
 			now = r.clk.now()
 		}
 		last := r.lastPacket(got)
-		switch {
-		case r.full():
-			return
-		case now >= r.deadline:
-			return
-		case last != 0 && r.idle > 0 && now-last >= r.idle:
-			return
+		if r.full() || now >= r.deadline || last != 0 && r.idle > 0 && now-last >= r.idle {
+			return now
 		}
 		if ticks && now >= r.nextTick {
 			r.tick(now)
@@ -299,7 +305,7 @@ func (r *runner) run(done <-chan struct{}) {
 		if done != nil {
 			select {
 			case <-done:
-				return
+				return now
 			default:
 			}
 		}
@@ -325,7 +331,7 @@ func (r *runner) run(done <-chan struct{}) {
 			r.errs[i] = err
 			r.active = r.active[1:]
 			if len(r.active) == 0 {
-				return
+				return r.clk.now()
 			}
 		}
 	}
@@ -366,6 +372,33 @@ func (r *runner) tick(now time.Duration) {
 		sum.add(s.interval(now))
 	}
 	r.grp.merge.add(r.id, k, sum)
+}
+
+// final reports the run's last interval, which ends at end, the end of
+// the run, so that the intervals add up to the result: a whole one as
+// tick does (the loop checks the bounds before the interval, so a run of
+// a whole number of Intervals ends before ticking for its last), and a
+// part one under the index of the interval it is part of, when it
+// counted anything (an idle run's quiet tail says nothing).
+func (r *runner) final(end time.Duration) {
+	if end >= r.nextTick {
+		r.tick(end)
+		return
+	}
+	var sum SinkInterval
+	for _, s := range r.sinks {
+		sum.add(s.interval(end))
+	}
+	if sum.Packets == 0 && sum.Lost == 0 && sum.Reordered == 0 && sum.KernelDrops == 0 {
+		return
+	}
+	if r.grp == nil {
+		sum.PPS, sum.Mbps = rates(sum.Packets, sum.Bytes, sum.Seconds)
+		_, sum.FrameMbps = rates(sum.Packets, sum.FrameBytes, sum.Seconds)
+		r.cfg.OnInterval(sum)
+		return
+	}
+	r.grp.merge.add(r.id, int64((r.nextTick-r.start)/r.every), sum)
 }
 
 // add adds the counts of o to iv and keeps the later Elapsed; the rates

@@ -384,12 +384,91 @@ func TestRunTwoGoroutines(t *testing.T) {
 	if len(givs) == 0 || len(ivs) == 0 {
 		t.Errorf("%d pktgen and %d sink intervals, want some", len(givs), len(ivs))
 	}
-	var sum uint64
-	for _, iv := range givs {
-		sum += iv.Packets
+	for who, ps := range map[string][]uint64{"pktgen": pktgenPackets(givs), "sink": sinkPackets(ivs)} {
+		var sum uint64
+		for _, p := range ps {
+			sum += p
+		}
+		if sum != n {
+			t.Errorf("%s intervals add up to %d packets, not the run's %d", who, sum, n)
+		}
 	}
-	if sum != n {
-		t.Errorf("intervals add up to %d packets, not the run's %d", sum, n)
+}
+
+func pktgenPackets(ivs []PktgenInterval) []uint64 {
+	var ps []uint64
+	for _, iv := range ivs {
+		ps = append(ps, iv.Packets)
+	}
+	return ps
+}
+
+func sinkPackets(ivs []SinkInterval) []uint64 {
+	var ps []uint64
+	for _, iv := range ivs {
+		ps = append(ps, iv.Packets)
+	}
+	return ps
+}
+
+// TestSinkLastInterval runs a sink for a whole number of Intervals under
+// steady traffic, and one that ends idle partway through an Interval: the
+// first reports its last whole interval, which ends at the duration or
+// after it, the second its part interval, which ends before the next
+// tick would, and the intervals of each add up to the result.
+func TestSinkLastInterval(t *testing.T) {
+	const every = 40 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		cfg  SinkConfig
+		n    uint64 // packets sent; 0: steady until the sink ends
+	}{
+		{"duration", SinkConfig{Duration: 3 * every, Idle: -1}, 0},
+		{"idle", SinkConfig{Duration: 10 * time.Second, Idle: 20 * time.Millisecond}, 500},
+	} {
+		a, b := pair(t, memring.Config{RingSize: 4096})
+		var ivs []SinkInterval
+		cfg := tc.cfg
+		cfg.Interval = 25 * every // the idle run ends in its first
+		if tc.n == 0 {
+			cfg.Interval = every
+		}
+		cfg.OnInterval = func(iv SinkInterval) { ivs = append(ivs, iv) }
+		s, err := NewSink(b, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := runSink(t, s)
+		ctx, cancel := context.WithCancel(context.Background())
+		g, _ := NewPktgen(a, PktgenConfig{Count: tc.n, Rate: 20000, Burst: 4})
+		gen := make(chan struct{})
+		go func() {
+			defer close(gen)
+			if _, err := g.Run(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		r := <-done
+		cancel()
+		<-gen
+		var sum uint64
+		for _, iv := range ivs {
+			sum += iv.Packets
+		}
+		if sum != r.Packets || r.Packets == 0 || tc.n != 0 && r.Packets != tc.n {
+			t.Errorf("%s: intervals add up to %d packets, result %d (sent %d)", tc.name, sum, r.Packets, tc.n)
+		}
+		if len(ivs) == 0 {
+			t.Errorf("%s: no interval", tc.name)
+			continue
+		}
+		last := ivs[len(ivs)-1]
+		switch {
+		case tc.n == 0 && (len(ivs) != 3 || last.Elapsed < cfg.Duration):
+			t.Errorf("%s: %d intervals, the last ending at %v; want 3, the last at %v or later", tc.name, len(ivs), last.Elapsed, cfg.Duration)
+		case tc.n != 0 && (len(ivs) != 1 || last.Elapsed >= cfg.Interval || last.Packets != tc.n):
+			t.Errorf("%s: intervals %+v; want one part interval of %d packets", tc.name, ivs, tc.n)
+		}
 	}
 }
 

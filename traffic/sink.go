@@ -104,7 +104,11 @@ type SinkConfig struct {
 	// poll (every 64th empty one with Spin) and at least every 20 ms while
 	// waiting. A tick later than a
 	// whole Interval is not made up: its SinkInterval covers the time
-	// since the one before, as its Elapsed and Seconds say. RunSinks adds
+	// since the one before, as its Elapsed and Seconds say. The run's
+	// last interval, up to its end, is reported too: a whole one always,
+	// a part one when it counted a packet, a loss, a reordering or a
+	// kernel drop (the quiet tail of a run that ended idle is not), so
+	// that the intervals' Packets add up to the result's. RunSinks adds
 	// up its sinks' intervals: see there.
 	OnInterval func(SinkInterval)
 	Interval   time.Duration
