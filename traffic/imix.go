@@ -24,12 +24,13 @@ var DefaultIMIX = []IMIXEntry{{64, 7}, {576, 4}, {1472, 1}}
 const maxScheduleLen = 1 << 16
 
 // ParseIMIX parses a mix written as SIZE:WEIGHT pairs separated by commas,
-// such as "64:7,576:4,1472:1"; a SIZE without a weight has weight 1, and
-// "imix" (or "default") is DefaultIMIX. It returns an error wrapping
+// such as "64:7,576:4,1472:1", with spaces allowed around each number; a
+// SIZE without a weight has weight 1, and "imix" (or "default", in any
+// case) is DefaultIMIX. It returns an error wrapping
 // ErrConfig for anything else, a size below StampLen or a weight below 1.
 func ParseIMIX(s string) ([]IMIXEntry, error) {
 	s = strings.TrimSpace(s)
-	if s == "imix" || s == "default" {
+	if strings.EqualFold(s, "imix") || strings.EqualFold(s, "default") {
 		return append([]IMIXEntry(nil), DefaultIMIX...), nil
 	}
 	if s == "" {
@@ -38,7 +39,8 @@ func ParseIMIX(s string) ([]IMIXEntry, error) {
 	var mix []IMIXEntry
 	total := 0
 	for part := range strings.SplitSeq(s, ",") {
-		size, weight, found := strings.Cut(strings.TrimSpace(part), ":")
+		size, weight, found := strings.Cut(part, ":")
+		size, weight = strings.TrimSpace(size), strings.TrimSpace(weight)
 		e := IMIXEntry{Weight: 1}
 		var err error
 		if e.Size, err = strconv.Atoi(size); err != nil {

@@ -262,6 +262,12 @@ func TestParseIMIX(t *testing.T) {
 		{"64:7,576:4,1472:1", DefaultIMIX, false},
 		{"100", []IMIXEntry{{100, 1}}, false},
 		{" 64:3 , 128 ", []IMIXEntry{{64, 3}, {128, 1}}, false},
+		{"64 : 3,128 :2", []IMIXEntry{{64, 3}, {128, 2}}, false},
+		{"IMIX", DefaultIMIX, false},
+		{" Default ", DefaultIMIX, false},
+		{"64:", nil, true},     // weight missing
+		{"64,,128", nil, true}, // empty entry
+		{"6 4:1", nil, true},   // space inside a number
 		{"", nil, true},
 		{"10:1", nil, true},        // below the stamp
 		{"64:0", nil, true},        // weight 0
