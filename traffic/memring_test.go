@@ -565,6 +565,54 @@ func TestPingPongNoReply(t *testing.T) {
 	}
 }
 
+// TestPingPongLateReply has a server that answers every request 15 ms
+// late: with a Timeout of 3 ms, shorter than the 20 ms slice the client
+// waits in, each reply is late, so the run ends with ErrNoReply after
+// NoReplyTries requests, each lost and none taken for a round trip, and
+// no wait outlasts the Timeout by much; with a Timeout of 200 ms every
+// reply is a round trip of 15 ms or more.
+func TestPingPongLateReply(t *testing.T) {
+	const delay = 15 * time.Millisecond
+	for _, timeout := range []time.Duration{3 * time.Millisecond, 200 * time.Millisecond} {
+		a, b := pair(t, memring.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ctx.Err() == nil {
+				b.Poll(8, func(x *skb.Buff) {
+					time.Sleep(delay)
+					b.Xmit(x, false)
+				})
+				b.Wait(time.Millisecond)
+			}
+		}()
+		var ivs []PingPongInterval
+		t0 := time.Now()
+		r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Warmup: -1, Timeout: timeout,
+			Interval: time.Hour, OnInterval: func(iv PingPongInterval) { ivs = append(ivs, iv) }})
+		el := time.Since(t0)
+		cancel()
+		<-done
+		if timeout < delay {
+			// Each request waits its Timeout, then the server's sleep
+			// holds the next one's Xmit up to delay more.
+			if !errors.Is(err, ErrNoReply) || r.Iters != 0 || r.Lost != NoReplyTries || len(ivs) != 0 || el > NoReplyTries*(delay+timeout)+100*time.Millisecond {
+				t.Errorf("timeout %v: %+v, %v after %v, %d intervals; want ErrNoReply, %d lost, no round trip", timeout, r, err, el, len(ivs), NoReplyTries)
+			}
+			continue
+		}
+		if err != nil || r.Iters != 5 || r.Lost != 0 || r.Min < delay || r.Max > timeout {
+			t.Errorf("timeout %v: %+v, %v; want 5 round trips of %v or more", timeout, r, err, delay)
+		}
+		// One interval, the run's last, reported at its end: its time
+		// over Iters is the result's.
+		if len(ivs) != 1 || ivs[0].Iters != 5 || math.Abs(ivs[0].UsecPerIter-r.UsecPerIter) > 1e-6*r.UsecPerIter {
+			t.Errorf("timeout %v: intervals %+v; want one of 5 round trips at the result's %.1f usec/iter", timeout, ivs, r.UsecPerIter)
+		}
+	}
+}
+
 // TestPingPongDurationBoundsWait checks that Duration ends a run while a
 // reply is awaited, not Duration plus Timeout: with nothing answering, and
 // with a server that stops answering after 50 requests. The request the

@@ -57,7 +57,10 @@ type PingPongConfig struct {
 	Duration time.Duration
 
 	// Timeout is how long to wait for each reply (0 means
-	// DefaultReplyTimeout). A request without a reply counts in Lost; when
+	// DefaultReplyTimeout), from its request's Xmit to its hand-over by
+	// Poll: the client waits no longer than that, and a reply that comes
+	// later (found by the Poll after the wait that timed out) is no round
+	// trip. A request without a reply in time counts in Lost; when
 	// the first NoReplyTries requests get none (each within Timeout, or
 	// before Duration ends the run), or all of a shorter run's, PingPong
 	// returns ErrNoReply.
@@ -74,18 +77,26 @@ type PingPongConfig struct {
 	// busy polling on loopback, about 1 µs less per round trip than 64).
 	Budget int
 
-	// OnInterval, when set, is called on the client's goroutine every
-	// Interval (0 means DefaultInterval).
+	// OnInterval, when set, is called on the client's goroutine at the
+	// first reply Interval (0 means DefaultInterval) or more after the
+	// last call's, and once more at the end of the run for the round
+	// trips since, so that the intervals' Iters add up to the result's.
 	OnInterval func(PingPongInterval)
 	Interval   time.Duration
 }
 
 // PingPongInterval is what one interval of a ping-pong run measured.
 type PingPongInterval struct {
-	Elapsed     time.Duration
-	Iters       int     // round trips measured in the interval
-	UsecPerIter float64 // their mean round trip, in microseconds
-	P50         time.Duration
+	Elapsed time.Duration // from the start of the run to the interval's last reply
+	Iters   int           // round trips measured in the interval
+	// UsecPerIter is the interval's time over Iters, in microseconds, as
+	// the result's: from the previous interval's last reply (for the
+	// first, the first measured request's Xmit) to this one's, so that
+	// the intervals' UsecPerIter×Iters add up to the result's Seconds.
+	// With one request in flight it is the mean round trip plus the
+	// client's time between a reply and the next request.
+	UsecPerIter float64
+	P50         time.Duration // of the interval's round trips
 }
 
 // PingPongResult is what a ping-pong run measured, in the terms of
@@ -107,10 +118,12 @@ type PingPongResult struct {
 	Min, Mean, P50, P90, P99, P999, Max time.Duration
 
 	// Lost counts requests that got no reply within Timeout (not
-	// measured); Stray counts packets received that were not the awaited
-	// reply (late replies, a reply of another length than its request,
-	// other traffic).
+	// measured); Late counts those of them whose reply came while it was
+	// still awaited, but after Timeout; Stray counts packets received
+	// that were not the awaited reply (replies to earlier requests, a
+	// reply of another length than its request, other traffic).
 	Lost  int
+	Late  int
 	Stray uint64
 }
 
@@ -291,30 +304,39 @@ func (p *pinger) handle(b *skb.Buff) {
 // not the absence of a server.
 const NoReplyTries = 3
 
-// noReply is ErrNoReply for n requests that got no reply within timeout.
-func noReply(n int, timeout time.Duration) error {
-	if n == 1 {
-		return fmt.Errorf("%w to 1 request within %v", ErrNoReply, timeout)
+// noReply is ErrNoReply for n requests that got no reply within timeout,
+// late of them a reply after it.
+func noReply(n, late int, timeout time.Duration) error {
+	after := ""
+	if late > 0 {
+		after = fmt.Sprintf(" (%d came later)", late)
 	}
-	return fmt.Errorf("%w to %d requests, within %v each", ErrNoReply, n, timeout)
+	if n == 1 {
+		return fmt.Errorf("%w to 1 request within %v%s", ErrNoReply, timeout, after)
+	}
+	return fmt.Errorf("%w to %d requests, within %v each%s", ErrNoReply, n, timeout, after)
 }
 
 // errRunOver is await's report that the run's Duration ended while it
 // waited.
 var errRunOver = errors.New("traffic: pingpong: run over")
 
-// await polls until the reply to p.want arrives (true), the timeout
-// passes since t0 (false), the run's Duration ends (errRunOver), or the
-// device fails. Without BusyPoll it waits before each Poll that follows
-// one that handed nothing over, the first included: a reply cannot be
-// there yet when the request has just gone, and a device's Wait returns
-// at once when it is, so the Poll that would find the queue empty is a
-// system call saved on every round trip.
+// await polls until the reply to p.want arrives (true, or false when it
+// came later than the timeout after p.t0), the timeout passes since t0,
+// when the request's clock was read (false), the run's Duration ends
+// (errRunOver), or the device fails. Without BusyPoll it waits before
+// each Poll that follows one that handed nothing over, the first
+// included: a reply cannot be there yet when the request has just gone,
+// and a device's Wait returns at once when it is, so the Poll that would
+// find the queue empty is a system call saved on every round trip. A
+// wait lasts waitSlice at most, and no longer than the timeout and the
+// run have left at the last reading of the clock (t0 for the first).
 func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 	n := 0
+	left := min(p.cfg.Timeout, p.cfg.Duration-t0)
 	for spins := 0; ; spins++ {
 		if !p.cfg.BusyPoll && n == 0 {
-			if err := p.dev.Wait(waitSlice); err != nil && !errors.Is(err, netdev.ErrTimeout) {
+			if err := p.dev.Wait(min(waitSlice, left)); err != nil && !errors.Is(err, netdev.ErrTimeout) {
 				return false, err
 			}
 		}
@@ -324,7 +346,7 @@ func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 			return false, err
 		}
 		if p.got {
-			return true, nil
+			return p.t1-p.t0 <= p.cfg.Timeout, nil
 		}
 		if n > 0 {
 			continue
@@ -339,6 +361,7 @@ func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 		if now-t0 >= p.cfg.Timeout {
 			return false, nil
 		}
+		left = min(p.cfg.Timeout-(now-t0), p.cfg.Duration-now)
 		if done != nil {
 			select {
 			case <-done:
@@ -408,8 +431,11 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		}
 		if !ok {
 			res.Lost++
+			if p.got {
+				res.Late++
+			}
 			if unanswered++; !replied && unanswered >= NoReplyTries {
-				runErr = noReply(unanswered, cfg.Timeout)
+				runErr = noReply(unanswered, res.Late, cfg.Timeout)
 				break
 			}
 			continue
@@ -421,7 +447,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			tLast = t1
 		}
 		if cfg.OnInterval != nil && t1-lastTick >= cfg.Interval {
-			p.tick(t1, rtt[tickFrom:])
+			p.tick(t1, max(lastTick, tFirst), rtt[tickFrom:])
 			lastTick, tickFrom = t1, len(rtt)
 		}
 		if done != nil {
@@ -432,9 +458,14 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			}
 		}
 	}
+	if cfg.OnInterval != nil && len(rtt) > tickFrom {
+		// The run's last interval, so that the intervals add up to the
+		// result.
+		p.tick(tLast, max(lastTick, tFirst), rtt[tickFrom:])
+	}
 	if runErr == nil && !replied && unanswered > 0 && ctx.Err() == nil {
 		// A run of fewer than NoReplyTries requests, none answered.
-		runErr = noReply(unanswered, cfg.Timeout)
+		runErr = noReply(unanswered, res.Late, cfg.Timeout)
 	}
 	res.Stray = p.stray
 	res.Iters = len(rtt)
@@ -461,14 +492,11 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 	return *res, runErr
 }
 
-func (p *pinger) tick(now time.Duration, rtt []time.Duration) {
+// tick reports the interval from..now, whose measured round trips are rtt.
+func (p *pinger) tick(now, from time.Duration, rtt []time.Duration) {
 	iv := PingPongInterval{Elapsed: now, Iters: len(rtt)}
 	if len(rtt) > 0 {
-		var sum time.Duration
-		for _, d := range rtt {
-			sum += d
-		}
-		iv.UsecPerIter = float64(sum) / float64(len(rtt)) / 1e3
+		iv.UsecPerIter = float64(now-from) / float64(len(rtt)) / 1e3
 		s := slices.Clone(rtt)
 		slices.Sort(s)
 		iv.P50 = s[len(s)/2]

@@ -67,8 +67,11 @@ each request from the address the request was sent to (IP_PKTINFO), at the
 cost of a control message each way (about 0.5 us a round trip
 busy-polling on loopback).
 
-A request without a reply within --timeout (default 1s) counts as lost: the
-result's last line says how many ("lost" in --json) and the run goes on,
+A request without a reply within --timeout (default 1s, from its send to
+its reply's receipt) counts as lost, also when its reply comes later (a
+reply is waited for no longer than that, and one that comes later is in no
+round trip): the result's last line says how many ("lost" in --json; "late"
+those whose reply came later) and the run goes on,
 exit status 0 as ping's with some replies; when its first 3 requests get
 no reply, the client fails. The round trips are measured over the replies
 that came.
@@ -143,6 +146,7 @@ type pingpongResultJSON struct {
 	Mean        float64 `json:"mean_us"`
 	Max         float64 `json:"max_us"`
 	Lost        int     `json:"lost"`
+	Late        int     `json:"late"`
 	Size        int     `json:"size"`
 	BusyPoll    bool    `json:"busy_poll"`
 	Dev         string  `json:"dev"`
@@ -446,7 +450,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			if i := strings.Index(what, traffic.ErrNoReply.Error()); i >= 0 {
 				what = what[i+len(traffic.ErrNoReply.Error()):]
 			}
-			err = fmt.Errorf("pingpong: no reply from %v%s: is `skb pingpong --server` running there?%s", dst, what, hint)
+			if r.Late > 0 {
+				err = fmt.Errorf("pingpong: no reply from %v%s: give a longer --timeout", dst, what)
+			} else {
+				err = fmt.Errorf("pingpong: no reply from %v%s: is `skb pingpong --server` running there?%s", dst, what, hint)
+			}
 		default:
 			err = fmt.Errorf("pingpong: %w", runErr)
 		}
@@ -473,7 +481,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		fmt.Fprintf(w, "p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec\n", us(r.P50), us(r.P99), us(r.P999))
 		if r.Lost > 0 && !refused {
 			// After a refusal the error line counts them.
-			fmt.Fprintf(w, "%d %s lost (no reply within %v)\n", r.Lost, plural(r.Lost, "request", "requests"), o.timeout)
+			late := ""
+			if r.Late > 0 {
+				late = fmt.Sprintf("; %d came later", r.Late)
+			}
+			fmt.Fprintf(w, "%d %s lost (no reply within %v%s)\n", r.Lost, plural(r.Lost, "request", "requests"), o.timeout, late)
 		}
 	}
 	var endErr error
@@ -511,7 +523,7 @@ func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec
 	cu, cs := cpuTimes()
 	j := pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
 		UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
-		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Size: r.Size, BusyPoll: o.busy,
+		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Late: r.Late, Size: r.Size, BusyPoll: o.busy,
 		Dev: spec.String(), Connect: dst.String(), stopInfo: si}
 	if runErr != nil {
 		j.Error = runErr.Error()
