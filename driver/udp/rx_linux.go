@@ -594,10 +594,10 @@ func (d *Device) DstAddr() netip.Addr {
 // exception, the kernel's: datagrams with a bad UDP checksum arriving more
 // often than every few ticks hold a Wait of more than a few ticks past its
 // timeout (each restarts the kernel's receive timeout; see sleep). The
-// first receive call of a device, a Wait(0) too, posts its receive buffers
-// first, taking them from the pool, which grows for them: 0.5-0.75 ms for
-// a fresh pool and the default batch of 64-KiB buffers, about 1 µs for
-// later calls.
+// first receive call of a device, a Wait of any timeout too, posts its
+// receive buffers first, taking them from the pool, which grows for them:
+// 0.5-0.75 ms for a fresh pool and the default batch of 64-KiB buffers,
+// about 1 µs for later calls.
 //
 // Wait receives itself, with one recvmmsg(2) with MSG_WAITFORONE that sleeps
 // in the kernel (bounded by SO_RCVTIMEO) until the first datagram comes and
@@ -776,6 +776,11 @@ func sleepable(left time.Duration) time.Duration {
 // received, now pending, and EAGAIN when none came, EINTR when a signal
 // ended the sleep, or the receive's error.
 func (d *Device) pollRecv(left time.Duration) (int, error) {
+	if d.rx.posted == 0 {
+		// A fresh device's buffers, posted before the sleep rather than
+		// after the wake-up, as a Wait that sleeps in a receive posts them.
+		d.post(len(d.rx.bufs))
+	}
 	var ok bool
 	var e unix.Errno
 	if d.keepP {

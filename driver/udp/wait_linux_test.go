@@ -131,6 +131,11 @@ func TestWaitPrecise(t *testing.T) {
 	for _, keepP := range []bool{false, true} {
 		t.Run(fmt.Sprintf("keepp=%v", keepP), func(t *testing.T) {
 			tx, rx := pair(t, lo4, Config{}, Config{KeepP: keepP})
+			// The first Wait, short enough to sleep in ppoll alone, posts
+			// the receive buffers as one that sleeps in a receive does.
+			if err := rx.Wait(time.Millisecond); !errors.Is(err, netdev.ErrTimeout) || rx.rx.posted != len(rx.rx.bufs) {
+				t.Fatalf("a fresh device's Wait(1ms): %v, %d of %d slots posted; want ErrTimeout, all", err, rx.rx.posted, len(rx.rx.bufs))
+			}
 			for _, timeout := range []time.Duration{time.Microsecond, time.Millisecond, 3 * time.Millisecond, 3*tick + 500*time.Microsecond, 20 * time.Millisecond} {
 				fastest := time.Hour
 				for range 8 {
