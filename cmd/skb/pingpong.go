@@ -48,7 +48,10 @@ over RDMA. The server (--server) sends every packet it receives back to its
 sender, the very buffer, with no copy and no clone. The client (--connect)
 sends -s bytes, waits for the echo, and repeats -n times after a warm-up of
 n/10 (at most 1000) unmeasured round trips, then prints ibv_rc_pingpong's two
-lines and the p50, p99 and p99.9 round trip times.
+lines and the p50, p99 and p99.9 round trip times. While it runs the client
+prints a line about every second, and one for the run's last part second:
+the round trips in it, its time over them (usec/iter, as the result's) and
+their p50.
 
 Both sides default to 127.0.0.1:9100, the C reference pingpong's port. The
 client sends, as pktgen does, only to loopback (127.0.0.0/8, ::1) and to

@@ -73,8 +73,10 @@ and counts them, with loss, reordering and duplicates per flow from the stamps
 skb pktgen writes, the kernel's drops, copybreak copies (the device's count:
 on a link-layer device it copies the other frames too, so it may pass the
 packets counted) and one-way latency.
-It prints one line per second and a result line; pps and Mbit/s are over the
-time from the first packet to the last. Bytes and Mbit/s count UDP payload on
+It prints one line per second (and one for the run's last part second when
+packets came in it, so that the lines' packets add up to the result's) and
+a result line; the result's pps and Mbit/s are over the time from the
+first packet to the last. Bytes and Mbit/s count UDP payload on
 every device; a link-layer device also reports the whole frames ("Mbit/sec of
 frames"; frame_bytes and frame_mbps in JSON). On afpacket a GSO super-frame (a
 veth hands those over whole from a sender with GSO) counts as the datagrams
