@@ -378,8 +378,10 @@ func (r *runner) tick(now time.Duration) {
 // the run, so that the intervals add up to the result: a whole one as
 // tick does (the loop checks the bounds before the interval, so a run of
 // a whole number of Intervals ends before ticking for its last), and a
-// part one under the index of the interval it is part of, when it
-// counted anything (an idle run's quiet tail says nothing).
+// part one when it counted anything (an idle run's quiet tail says
+// nothing). A group runner files its part interval as tick would, under
+// the index of the time it ends, which its last tick may have used
+// already (see merger.addPart).
 func (r *runner) final(end time.Duration) {
 	if end >= r.nextTick {
 		r.tick(end)
@@ -398,7 +400,7 @@ func (r *runner) final(end time.Duration) {
 		r.cfg.OnInterval(sum)
 		return
 	}
-	r.grp.merge.add(r.id, int64((r.nextTick-r.start)/r.every), sum)
+	r.grp.merge.addPart(r.id, int64((end-r.start)/r.every), sum, func() time.Duration { return r.clk.now() - r.start })
 }
 
 // add adds the counts of o to iv and keeps the later Elapsed; the rates
@@ -459,20 +461,28 @@ type merger struct {
 	mu      sync.Mutex
 	pending map[int64]*SinkInterval // by interval index
 	marks   []int64                 // of each runner: the last index it reported; MaxInt64 once it ended
+	taken   int64                   // the highest index take has returned; -1 before any
 	ready   chan struct{}           // signalled, without blocking, after each change
 }
 
 func newMerger(runners int) *merger {
-	m := &merger{pending: map[int64]*SinkInterval{}, marks: make([]int64, runners), ready: make(chan struct{}, 1)}
+	m := &merger{pending: map[int64]*SinkInterval{}, marks: make([]int64, runners), taken: -1, ready: make(chan struct{}, 1)}
 	for i := range m.marks {
 		m.marks[i] = -1
 	}
 	return m
 }
 
-// add adds runner w's interval k; a runner reports increasing indexes.
+// add adds runner w's interval k; a runner reports increasing indexes
+// (its part interval, through addPart, may repeat its last).
 func (m *merger) add(w int, k int64, iv SinkInterval) {
 	m.mu.Lock()
+	m.addLocked(w, k, iv)
+	m.mu.Unlock()
+	m.signal()
+}
+
+func (m *merger) addLocked(w int, k int64, iv SinkInterval) {
 	acc := m.pending[k]
 	if acc == nil {
 		acc = &SinkInterval{}
@@ -480,6 +490,21 @@ func (m *merger) add(w int, k int64, iv SinkInterval) {
 	}
 	acc.add(iv)
 	m.marks[w] = k
+}
+
+// addPart adds runner w's last interval, a part one that ends in the time
+// of interval k, which w's last tick may have reported already. Its counts
+// join interval k while take has not returned k, so that a part interval
+// never ends a later index earlier than a tick that comes late for an
+// earlier one; otherwise the next index, with its Elapsed read again
+// (elapsed, under the lock), later than that of every interval taken.
+func (m *merger) addPart(w int, k int64, iv SinkInterval, elapsed func() time.Duration) {
+	m.mu.Lock()
+	if k <= m.taken {
+		k = m.taken + 1
+		iv.Elapsed = elapsed()
+	}
+	m.addLocked(w, k, iv)
 	m.mu.Unlock()
 	m.signal()
 }
@@ -517,6 +542,9 @@ func (m *merger) take() []SinkInterval {
 	for i, k := range ks {
 		out[i] = *m.pending[k]
 		delete(m.pending, k)
+	}
+	if len(ks) > 0 {
+		m.taken = ks[len(ks)-1]
 	}
 	return out
 }

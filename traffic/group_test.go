@@ -231,6 +231,61 @@ func TestRunSinksIntervals(t *testing.T) {
 	}
 }
 
+// TestRunSinksLastIntervals ends a group of two polling goroutines a few
+// ms after an Interval, by ctx and by Duration, while one device gets
+// steady traffic and the other none: the idle one sleeps in its Wait
+// past the Interval and ticks late, after the busy one ticked on time and
+// ended with a part interval. The merged intervals still end in
+// increasing order, each longer than nothing, and add up to the result.
+func TestRunSinksLastIntervals(t *testing.T) {
+	const every = 110 * time.Millisecond
+	for _, byDuration := range []bool{false, true} {
+		for try := range 3 {
+			tx, rx := pairs(t, 2, memring.Config{RingSize: 4096})
+			g, err := NewPktgen(tx[1], PktgenConfig{Count: 1 << 20, Burst: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gctx, gcancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for gctx.Err() == nil {
+					g.Burst()
+					time.Sleep(200 * time.Microsecond)
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), every+4*time.Millisecond)
+			dur := 10 * time.Second
+			if byDuration {
+				cancel()
+				ctx, cancel = context.WithCancel(context.Background())
+				dur = every + 5*time.Millisecond
+			}
+			var ivs []SinkInterval
+			r, err := RunSinks(ctx, rx, SinkConfig{Duration: dur, Interval: every, Idle: -1,
+				OnInterval: func(iv SinkInterval) { ivs = append(ivs, iv) }})
+			cancel()
+			gcancel()
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum uint64
+			var prev time.Duration
+			for i, iv := range ivs {
+				if iv.Elapsed <= prev || iv.Seconds <= 0 {
+					t.Errorf("by duration %v, try %d: interval %d ends at %v, after %v (%v s)", byDuration, try, i, iv.Elapsed, prev, iv.Seconds)
+				}
+				prev = iv.Elapsed
+				sum += iv.Packets
+			}
+			if sum != r.Packets || sum == 0 {
+				t.Errorf("by duration %v, try %d: intervals add up to %d packets, result %d", byDuration, try, sum, r.Packets)
+			}
+		}
+	}
+}
+
 // TestRunSinksEndedDevice closes a device under a running group, with two
 // devices (a polling goroutine each) and with SoloSinks+2 (polled in rounds):
 // its sink stops with netdev.ErrClosed, the others go on, and the merged

@@ -613,6 +613,35 @@ func TestPingPongLateReply(t *testing.T) {
 	}
 }
 
+// TestPingPongLateCounted has a server that answers its first request
+// 60 ms late and the others at once, with a Timeout of 40 ms: the first
+// request is lost and its reply, which comes while the second is
+// awaited, counts as late (and stray); the other four are round trips.
+func TestPingPongLateCounted(t *testing.T) {
+	a, b := pair(t, memring.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n := 0
+		for ctx.Err() == nil {
+			b.Poll(8, func(x *skb.Buff) {
+				if n++; n == 1 {
+					time.Sleep(60 * time.Millisecond)
+				}
+				b.Xmit(x, false)
+			})
+			b.Wait(time.Millisecond)
+		}
+	}()
+	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Warmup: -1, Timeout: 40 * time.Millisecond})
+	cancel()
+	<-done
+	if err != nil || r.Iters != 4 || r.Lost != 1 || r.Late != 1 || r.Stray != 1 {
+		t.Errorf("%+v, %v; want 4 round trips, 1 lost and late, 1 stray", r, err)
+	}
+}
+
 // TestPingPongDurationBoundsWait checks that Duration ends a run while a
 // reply is awaited, not Duration plus Timeout: with nothing answering, and
 // with a server that stops answering after 50 requests. The request the

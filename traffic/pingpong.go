@@ -57,7 +57,7 @@ type PingPongConfig struct {
 	Duration time.Duration
 
 	// Timeout is how long to wait for each reply (0 means
-	// DefaultReplyTimeout), from its request's Xmit to its hand-over by
+	// DefaultReplyTimeout), from its request's send to its hand-over by
 	// Poll: the client waits no longer than that, and a reply that comes
 	// later (found by the Poll after the wait that timed out) is no round
 	// trip. A request without a reply in time counts in Lost; when
@@ -90,9 +90,11 @@ type PingPongInterval struct {
 	Elapsed time.Duration // from the start of the run to the interval's last reply
 	Iters   int           // round trips measured in the interval
 	// UsecPerIter is the interval's time over Iters, in microseconds, as
-	// the result's: from the previous interval's last reply (for the
-	// first, the first measured request's Xmit) to this one's, so that
-	// the intervals' UsecPerIter×Iters add up to the result's Seconds.
+	// the result's: from the end of the interval before (its Elapsed), or
+	// from the first measured request's Xmit when that came later (the
+	// warm-up's intervals have no Iters), to this one's last reply, so
+	// that the intervals' UsecPerIter×Iters add up to the result's
+	// Seconds.
 	// With one request in flight it is the mean round trip plus the
 	// client's time between a reply and the next request.
 	UsecPerIter float64
@@ -118,10 +120,13 @@ type PingPongResult struct {
 	Min, Mean, P50, P90, P99, P999, Max time.Duration
 
 	// Lost counts requests that got no reply within Timeout (not
-	// measured); Late counts those of them whose reply came while it was
-	// still awaited, but after Timeout; Stray counts packets received
-	// that were not the awaited reply (replies to earlier requests, a
-	// reply of another length than its request, other traffic).
+	// measured); Late counts those of them whose reply came later: found
+	// by the Poll after the wait that timed out, or while a later request
+	// was awaited (a reply to an earlier request of the run, which a
+	// server answers once, also counted in Stray); Stray counts packets
+	// received that were not the awaited reply (replies to earlier
+	// requests, a reply of another length than its request, other
+	// traffic).
 	Lost  int
 	Late  int
 	Stray uint64
@@ -141,6 +146,7 @@ type pinger struct {
 	got      bool
 	t0, t1   time.Duration // the measured request's Xmit and its reply's hand-over
 	stray    uint64
+	late     int // replies that came after their request's Timeout
 	scratch  [StampLen]byte
 	frame    header.Frame // the reply being examined, parsed in place
 	handler  netdev.Handler
@@ -294,6 +300,10 @@ func (p *pinger) handle(b *skb.Buff) {
 		p.got, p.t1 = true, t1
 	} else {
 		p.stray++
+		if ok && st.Run == p.run && st.Seq < p.want && plen == p.size {
+			// The reply to a request given up on: late.
+			p.late++
+		}
 	}
 	p.cache.Free(b)
 }
@@ -432,10 +442,10 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		if !ok {
 			res.Lost++
 			if p.got {
-				res.Late++
+				p.late++
 			}
 			if unanswered++; !replied && unanswered >= NoReplyTries {
-				runErr = noReply(unanswered, res.Late, cfg.Timeout)
+				runErr = noReply(unanswered, p.late, cfg.Timeout)
 				break
 			}
 			continue
@@ -465,9 +475,9 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 	}
 	if runErr == nil && !replied && unanswered > 0 && ctx.Err() == nil {
 		// A run of fewer than NoReplyTries requests, none answered.
-		runErr = noReply(unanswered, res.Late, cfg.Timeout)
+		runErr = noReply(unanswered, p.late, cfg.Timeout)
 	}
-	res.Stray = p.stray
+	res.Stray, res.Late = p.stray, p.late
 	res.Iters = len(rtt)
 	if res.Iters == 0 {
 		return *res, runErr

@@ -175,7 +175,7 @@ func requireFields(t *testing.T, what string, obj map[string]any, fields ...stri
 var (
 	pktgenFields   = []string{"packets", "bytes", "seconds", "pps", "mbps", "errors", "doorbells"}
 	sinkFields     = []string{"packets", "pps", "mbps", "lost", "reordered", "kernel_drops"}
-	pingpongFields = []string{"iters", "bytes", "seconds", "mbps", "usec_per_iter", "p50_us", "p99_us", "p999_us"}
+	pingpongFields = []string{"iters", "bytes", "seconds", "mbps", "usec_per_iter", "p50_us", "p99_us", "p999_us", "lost", "late"}
 )
 
 func num(m map[string]any, k string) uint64 { v, _ := m[k].(float64); return uint64(v) }
@@ -503,7 +503,7 @@ func TestBigDatagrams(t *testing.T) {
 			srv := startBg(t, exec.Command(buildSkb(t), "pingpong", "--server", "--listen", addr, "-t", "10s", "--count", "55"))
 			srv.bound(t, addr)
 			_, r := ndjson(t, mustSkb(t, "pingpong", "--json", "--connect", addr, "-s", tc.size, "-n", "50", "--timeout", "2s", "-t", "10s"))
-			if sout := srv.wait(t); num(r, "iters") != 50 || num(r, "lost") != 0 || !strings.Contains(sout, "echoed 55 packets") {
+			if sout := srv.wait(t); num(r, "iters") != 50 || num(r, "lost") != 0 || num(r, "late") != 0 || !strings.Contains(sout, "echoed 55 packets") {
 				t.Errorf("client %v\nserver %s", r, sout)
 			}
 		})

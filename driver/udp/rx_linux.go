@@ -595,7 +595,8 @@ func (d *Device) DstAddr() netip.Addr {
 // often than every few ticks hold a Wait of more than a few ticks past its
 // timeout (each restarts the kernel's receive timeout; see sleep). The
 // first receive call of a device, a Wait of any timeout too, posts its
-// receive buffers first, taking them from the pool, which grows for them:
+// receive buffers first (with BusyPoll, a Wait posts the one it probes
+// with), taking them from the pool, which grows for them:
 // 0.5-0.75 ms for a fresh pool and the default batch of 64-KiB buffers,
 // about 1 µs for later calls.
 //
@@ -777,8 +778,9 @@ func sleepable(left time.Duration) time.Duration {
 // ended the sleep, or the receive's error.
 func (d *Device) pollRecv(left time.Duration) (int, error) {
 	if d.rx.posted == 0 {
-		// A fresh device's buffers, posted before the sleep rather than
-		// after the wake-up, as a Wait that sleeps in a receive posts them.
+		// Buffers for the receive that follows the sleep (all of a fresh
+		// device's), posted before it rather than after the wake-up, as a
+		// Wait that sleeps in a receive posts them.
 		d.post(len(d.rx.bufs))
 	}
 	var ok bool
