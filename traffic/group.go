@@ -103,8 +103,10 @@ const portFlows = 64
 // previous call's Elapsed (since the start for the first), and PPS and
 // the Mbit/s figures are over it. A polling goroutine that ends reports
 // its last interval, up to its end, as Sink.Run does (see
-// SinkConfig.OnInterval): a part one under the index of the interval it
-// is part of, so that the intervals add up to the result.
+// SinkConfig.OnInterval), so that the intervals add up to the result: a
+// part one under the index of the time it ends, as a tick, joining its
+// last tick's counts there while that index is not handed over yet, and
+// under the next index otherwise.
 //
 // The error is the sinks' errors joined (a sink that fails stops alone;
 // the others go on), with the merged result of all.
