@@ -486,7 +486,10 @@ func TestBigDatagrams(t *testing.T) {
 		name := tc.host + " " + tc.size
 		t.Run("sink "+name, func(t *testing.T) {
 			addr := net.JoinHostPort(tc.host, strconv.Itoa(freePorts(t, 1)))
-			sink := startBg(t, exec.Command(buildSkb(t), "sink", "--json", "--listen", addr, "-n", "200", "-t", "10s"))
+			// A socket buffer that holds all 200 datagrams (13 MiB of
+			// 64 KiB ones): on a loaded machine the sink may not run for
+			// tens of ms, longer than the default 4 MiB lasts at 5000/s.
+			sink := startBg(t, exec.Command(buildSkb(t), "sink", "--json", "--listen", addr, "-n", "200", "-t", "10s", "--rcvbuf", "33554432"))
 			sink.bound(t, addr)
 			_, gr := ndjson(t, mustSkb(t, "pktgen", "--json", "--dst", addr, "-s", tc.size, "-n", "200", "-r", "5000", "-t", "10s"))
 			_, sr := ndjson(t, sink.wait(t))
