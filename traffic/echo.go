@@ -35,7 +35,8 @@ type EchoConfig struct {
 
 	// Duration bounds the run (0 means DefaultSinkDuration); Idle stops it
 	// after this long without a request once one came (0 means
-	// DefaultEchoIdle, negative never); Count stops it after this many
+	// DefaultEchoIdle, negative never), a request being one the server
+	// answers: the frames it counts in Other do not start it; Count stops it after this many
 	// answers (0: no limit).
 	Duration time.Duration
 	Idle     time.Duration
@@ -354,7 +355,10 @@ loop:
 			}
 		}
 		now = clk.now()
-		if n > 0 {
+		if e.res.Echoed+e.res.Errors > before {
+			// Requests, not the frames a link-layer server leaves
+			// unanswered (ARP, neighbour discovery, another port's), end
+			// the wait for the first and start the idle time over.
 			if !seen {
 				seen, first = true, now
 			}

@@ -264,7 +264,10 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 			// round of several, one that did not is polled again, up to
 			// roundPolls times, before the round goes on.
 			for k := 1; err == nil && n == s.budget && len(r.active) > 1 && k < roundPolls; k++ {
-				got, r.last = true, s.last
+				got = true
+				if s.counted {
+					r.last = s.last
+				}
 				n, err = s.Poll()
 			}
 			if err != nil {
@@ -274,8 +277,9 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 			}
 			kept = append(kept, i)
 			drained = drained && n < s.budget
-			if fresh = n > 0; fresh {
-				got, r.last = true, s.last
+			got = got || n > 0
+			if fresh = n > 0 && s.counted; fresh {
+				r.last = s.last
 			}
 		}
 		r.active = kept

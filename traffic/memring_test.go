@@ -329,6 +329,57 @@ func TestLinkBytes(t *testing.T) {
 	}
 }
 
+// TestLinkOtherFramesNotTraffic sends a link-layer sink and echo server,
+// each with a short Idle, frames that are not for them (UDP to another
+// port) first: those count in Other and neither end the wait for the
+// first packet nor start the idle time, so the sink and the server run
+// until the frames for them come 150 ms later, and the sink's span (its
+// Seconds) covers those alone.
+func TestLinkOtherFramesNotTraffic(t *testing.T) {
+	const later = 150 * time.Millisecond
+	send := func(t *testing.T, a *memring.Device, port uint16, n uint64) {
+		g, err := NewPktgen(a, PktgenConfig{Frame: labFrame("198.18.0.1", "198.18.0.2", port), Count: n, Burst: int(n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Run(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Run("sink", func(t *testing.T) {
+		a, b := pair(t, memring.Config{})
+		send(t, a, 9999, 3)
+		s, _ := NewSink(b, SinkConfig{Link: true, Port: 9000, Idle: 50 * time.Millisecond, Duration: 10 * time.Second})
+		done := runSink(t, s)
+		time.Sleep(later)
+		send(t, a, 9000, 10)
+		r := <-done
+		if r.Packets != 10 || r.Other != 3 || r.Seconds >= later.Seconds()/2 {
+			t.Errorf("%+v; want 10 packets in well under %v, 3 other frames", r, later)
+		}
+	})
+	t.Run("echo", func(t *testing.T) {
+		a, b := pair(t, memring.Config{})
+		send(t, a, 9999, 3)
+		done := make(chan EchoResult, 1)
+		go func() {
+			r, err := Echo(context.Background(), b, EchoConfig{Link: true, Port: 9000, Idle: 50 * time.Millisecond, Duration: 10 * time.Second})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		time.Sleep(later)
+		send(t, a, 9000, 10)
+		r := <-done
+		if r.Echoed != 10 || r.Other != 3 {
+			t.Errorf("%+v; want 10 echoed, 3 other frames", r)
+		}
+		drain := a.Cache()
+		a.Poll(64, func(p *skb.Buff) { drain.Free(p) })
+	})
+}
+
 func TestSinkRunBounds(t *testing.T) {
 	a, b := pair(t, memring.Config{})
 	_ = a

@@ -67,7 +67,9 @@ type SinkConfig struct {
 
 	// Duration bounds the run (0 means DefaultSinkDuration); Idle stops it
 	// after this long without a packet once one was seen (0 means
-	// DefaultIdle, negative never); Count stops it after this many packets
+	// DefaultIdle, negative never), a packet being one the sink counts:
+	// the frames a link-layer sink counts in Other (ARP, neighbour
+	// discovery, another port's) neither start it nor the result's span; Count stops it after this many packets
 	// (0: no limit). Count is exact: each Poll's budget is cut to the
 	// packets Count still allows, so the rest stay queued in the device,
 	// and a GSO buffer that crosses it counts its datagrams up to Count
@@ -226,9 +228,12 @@ type Sink struct {
 	scratch [StampLen]byte
 	frame   header.Frame // the frame being counted, parsed in place
 
-	clk   clock
-	now   time.Duration // clock of the current Poll, read at its first packet
-	nowOK bool
+	clk clock
+	now time.Duration // clock of the current Poll, read at its first packet
+	// counted says whether the last Poll counted a packet (it may have
+	// handed over only frames counted in Other).
+	counted bool
+	nowOK   bool
 
 	seen        bool
 	first, last time.Duration
@@ -298,14 +303,20 @@ func (s *Sink) Poll() (int, error) {
 		return 0, nil
 	}
 	s.nowOK = false
+	p0 := s.packets
 	n, err := s.dev.Poll(budget, s.handler)
+	// Packets counted, not the frames a link-layer sink counts in Other
+	// (ARP, neighbour discovery, another port's), start the span and the
+	// idle time.
+	s.counted = s.packets != p0
 	switch {
+	case !s.counted:
 	case n == 1 && s.seen && s.nowOK:
 		// The span ends at this Poll's one packet, whose time the
 		// handler read: one read of the clock per datagram, not two,
 		// when traffic comes one datagram per wake-up.
 		s.last = s.now
-	case n > 0:
+	default:
 		if !s.seen {
 			s.seen, s.first = true, s.now
 		}
