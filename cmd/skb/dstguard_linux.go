@@ -47,7 +47,10 @@ func routeGuard(flag string, dst, src netip.Addr, ifname string) error {
 			return fmt.Errorf("interface %q: %w", ifname, err)
 		}
 		if r.LinkIndex != l.Attrs().Index {
-			return fmt.Errorf("--%s %v: the route leaves through %s, not %s: %s", flag, dst, dev, ifname, guardRule)
+			// Not the guard's rule, so --allow-any-dst is no way out: a
+			// frame sent on ifname cannot reach an address routed
+			// elsewhere.
+			return fmt.Errorf("--%s %v: the route leaves through %s, not %s: the device sends on %s only; give an address on its link (a lab's peer)", flag, dst, dev, ifname, ifname)
 		}
 	}
 	// The route entry that matched (`ip route get fibmatch`): a default

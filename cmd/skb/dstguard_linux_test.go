@@ -76,7 +76,7 @@ func TestDstGuard(t *testing.T) {
 		{"198.18.1.5", "", viaGW},
 		{"198.18.1.5", a.Ifname, viaGW},
 		{"198.18.0.2", "lo", "the route leaves through " + a.Ifname + ", not lo"},
-		{"127.0.0.1", a.Ifname, "the route leaves through lo, not " + a.Ifname},
+		{"127.0.0.1", a.Ifname, "the route leaves through lo, not " + a.Ifname + ": the device sends on " + a.Ifname + " only; give an address on its link"},
 		{"127.255.255.255", "", "a broadcast address on lo: want a unicast address"},
 		{"198.18.0.1", a.Ifname, "the route leaves through lo, not " + a.Ifname},
 	}

@@ -503,7 +503,9 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 		}
 		if listen.Port() != 0 {
 			defer holdPorts(listen, o.flows)()
-		} else {
+		} else if spec.kind == devAFPacket {
+			// (AF_XDP's program takes every frame of the queue from the
+			// stack, which then answers none.)
 			fmt.Fprintf(cmd.ErrOrStderr(), "skb: sink: warning: on every port (--listen port 0) the sink holds none, so this host's stack answers each datagram with an ICMP port unreachable, which a sender such as skb pktgen reports; give --listen a port (and --flows) to keep it quiet\n")
 		}
 		cfg.Link, cfg.Port, cfg.Ports = true, listen.Port(), o.flows
