@@ -151,6 +151,10 @@ var (
 	MACB    = net.HardwareAddr{0x02, 0x00, 0xc6, 0x12, 0x00, 0x02}
 )
 
+// ValidName reports whether s is a valid lab name (see Options.Name): 1 to
+// MaxNameLen characters from [A-Za-z0-9_-], not starting with '-'.
+func ValidName(s string) bool { return validName(s) }
+
 // validName reports whether s is a valid name stem (see Options.Name).
 func validName(s string) bool {
 	if len(s) == 0 || len(s) > MaxNameLen || s[0] == '-' {

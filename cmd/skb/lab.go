@@ -221,6 +221,9 @@ its veth. --force removes it anyway.`,
 					n, len(pids), plural(len(pids), "process", "processes"), procNames(pids), pronoun(len(pids)))
 			}
 			if !all {
+				if !lab.ValidName(name) {
+					return fmt.Errorf("lab down: %w", badLabName(name))
+				}
 				if err := busy(name); err != nil {
 					if errors.Is(err, lab.ErrNotFound) {
 						return fmt.Errorf("lab down: no lab named %q (see `skb lab list`)", name)
@@ -396,13 +399,18 @@ or the last XDP program detached and another attached), run threaded on
 }
 
 func labOpenErr(name string, err error) error {
-	if name == "" {
-		return fmt.Errorf("--name \"\": want 1 to %d characters from [A-Za-z0-9_-]", lab.MaxNameLen)
+	if !lab.ValidName(name) {
+		return badLabName(name)
 	}
 	if errors.Is(err, lab.ErrNotFound) {
 		return fmt.Errorf("no lab named %q: make one with `skb lab up --name %s`", name, name)
 	}
 	return err
+}
+
+// badLabName is the error of a --name no lab can have.
+func badLabName(name string) error {
+	return fmt.Errorf("--name %q: want 1 to %d characters from [A-Za-z0-9_-], not starting with '-'", name, lab.MaxNameLen)
 }
 
 func labExecCmd() *cobra.Command {

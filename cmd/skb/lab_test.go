@@ -156,6 +156,14 @@ func TestLabUpExecDown(t *testing.T) {
 	if _, errOut, code := skb(t, "lab", "down", "--name", name); code == 0 || !strings.Contains(errOut, "no lab named") {
 		t.Errorf("down twice: exit %d, %s", code, errOut)
 	}
+	// A name no lab can have is said to be one, not a lab to make.
+	for _, bad := range []string{"abcdefghijklmn", "x/../y", "-x"} {
+		for _, args := range [][]string{{"lab", "down", "--name", bad}, {"lab", "exec", "a", "--name", bad, "--", "true"}} {
+			if _, errOut, code := skb(t, args...); code != 1 || !strings.Contains(errOut, "not starting with '-'") || strings.Contains(errOut, "lab up") {
+				t.Errorf("%q: exit %d, %q; want the name's rule", args, code, errOut)
+			}
+		}
+	}
 }
 
 func TestLabThreaded(t *testing.T) {
