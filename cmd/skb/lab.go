@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -567,6 +568,7 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 		defer endLabProcs(l.Name)
 	}
 	var kill *time.Timer
+	var killed atomic.Bool
 	for {
 		select {
 		case s := <-sigs:
@@ -574,6 +576,7 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 			signalInside(s.(syscall.Signal))
 			if kill == nil {
 				kill = time.AfterFunc(labKillAfter, func() {
+					killed.Store(true)
 					// CMD's children too, found before CMD goes (its
 					// orphans would then be init's): a shell that
 					// ignores the signal leaves its command running.
@@ -592,6 +595,9 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 			}
 			ws, _ := c.ProcessState.Sys().(syscall.WaitStatus)
 			if ws.Signaled() {
+				if killed.Load() && ws.Signal() == syscall.SIGKILL {
+					fmt.Fprintf(os.Stderr, "skb: lab exec: %s did not end within %v of the signal: killed\n", argv[0], labKillAfter)
+				}
 				return 128 + int(ws.Signal()), nil
 			}
 			return c.ProcessState.ExitCode(), nil

@@ -355,8 +355,8 @@ func TestLabExecKillsChildren(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	waitExit(t, cmd, labKillAfter+5*time.Second)
-	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGKILL) {
-		t.Errorf("exit code %d, want %d (the shell killed); stderr: %s", code, 128+int(syscall.SIGKILL), stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGKILL) || !strings.Contains(stderr.String(), "sh did not end within 5s of the signal: killed") {
+		t.Errorf("exit code %d, want %d (the shell killed, and said so); stderr: %s", code, 128+int(syscall.SIGKILL), stderr.String())
 	}
 	time.Sleep(100 * time.Millisecond)
 	if left := pids(); left != "" {
