@@ -356,9 +356,11 @@ loop:
 		}
 		now = clk.now()
 		if e.res.Echoed+e.res.Errors > before {
-			// Requests, not the frames a link-layer server leaves
-			// unanswered (ARP, neighbour discovery, another port's), end
-			// the wait for the first and start the idle time over.
+			// Requests answered, not the packets counted in Other (a
+			// link-layer server's ARP, neighbour discovery, another
+			// port's; datagrams From or the server's own address turn
+			// away), end the wait for the first and start the idle time
+			// over.
 			if !seen {
 				seen, first = true, now
 			}

@@ -137,7 +137,7 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 	}
 	nr := SinkThreads(len(devs), cfg)
 	if cfg.OnInterval != nil {
-		g.merge = newMerger(nr)
+		g.merge = newMerger(nr, cmp0(cfg.Interval, DefaultInterval))
 	}
 	runners := make([]runner, nr)
 	clk := sinks[0].clk // one clock, so that the sinks' times compare
@@ -223,7 +223,7 @@ type runner struct {
 	clk             *clock  // the sinks' clock
 	start, deadline time.Duration
 	nextTick        time.Duration // the end of the interval being counted
-	last            time.Duration // the end of the last Poll that handed packets over; 0 before one
+	last            time.Duration // the end of the last Poll that counted packets; 0 before one
 	wait            time.Duration // a runner of several sinks: the last timeout of Wait
 }
 
@@ -295,7 +295,7 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 			}
 			spins = 0
 		}
-		// The end of the round's last Poll, when it handed packets over,
+		// The end of the round's last Poll, when it counted packets,
 		// saves a read of the clock.
 		now := r.last
 		if !fresh {
@@ -343,9 +343,9 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 	}
 }
 
-// lastPacket returns the end of the last Poll that handed packets over, of
+// lastPacket returns the end of the last Poll that counted packets, of
 // the whole group in RunSinks, or 0 before one did; got says whether this
-// runner's last round had packets, to publish.
+// runner's last round had any, to publish.
 func (r *runner) lastPacket(got bool) time.Duration {
 	if r.grp == nil {
 		return r.last
@@ -426,10 +426,10 @@ func (iv *SinkInterval) add(o SinkInterval) {
 type group struct {
 	quota *quota       // nil without a Count
 	merge *merger      // nil without OnInterval
-	last  atomic.Int64 // the latest end of a Poll that handed packets over, on the sinks' clock; 0 before one
+	last  atomic.Int64 // the latest end of a Poll that counted packets, on the sinks' clock; 0 before one
 }
 
-// saw publishes t, the end of a Poll that handed packets over.
+// saw publishes t, the end of a Poll that counted packets.
 func (g *group) saw(t time.Duration) {
 	for {
 		l := g.last.Load()
@@ -468,11 +468,12 @@ type merger struct {
 	pending map[int64]*SinkInterval // by interval index
 	marks   []int64                 // of each runner: the last index it reported; MaxInt64 once it ended
 	taken   int64                   // the highest index take has returned; -1 before any
+	every   time.Duration           // the Interval
 	ready   chan struct{}           // signalled, without blocking, after each change
 }
 
-func newMerger(runners int) *merger {
-	m := &merger{pending: map[int64]*SinkInterval{}, marks: make([]int64, runners), taken: -1, ready: make(chan struct{}, 1)}
+func newMerger(runners int, every time.Duration) *merger {
+	m := &merger{pending: map[int64]*SinkInterval{}, marks: make([]int64, runners), taken: -1, every: every, ready: make(chan struct{}, 1)}
 	for i := range m.marks {
 		m.marks[i] = -1
 	}
@@ -503,12 +504,14 @@ func (m *merger) addLocked(w int, k int64, iv SinkInterval) {
 // join interval k while take has not returned k, so that a part interval
 // never ends a later index earlier than a tick that comes late for an
 // earlier one; otherwise the next index, with its Elapsed read again
-// (elapsed, under the lock), later than that of every interval taken.
+// (elapsed, under the lock), later than that of every interval taken, and
+// held inside that index's time, earlier than any report of a later index
+// (a runner that stalled past it).
 func (m *merger) addPart(w int, k int64, iv SinkInterval, elapsed func() time.Duration) {
 	m.mu.Lock()
 	if k <= m.taken {
 		k = m.taken + 1
-		iv.Elapsed = elapsed()
+		iv.Elapsed = min(elapsed(), time.Duration(k+1)*m.every-1)
 	}
 	m.addLocked(w, k, iv)
 	m.mu.Unlock()

@@ -473,3 +473,34 @@ func TestSinkThreads(t *testing.T) {
 		}
 	}
 }
+
+// TestMergerPartOrder has a runner file its part last interval after take
+// returned its index and after another runner reported two later ones: the
+// part goes to the next index, with an Elapsed inside that index's time,
+// so the intervals handed over still end in increasing order.
+func TestMergerPartOrder(t *testing.T) {
+	const e = 10 * time.Millisecond
+	m := newMerger(2, e)
+	m.add(0, 1, SinkInterval{Elapsed: e + e/2, Packets: 1})
+	m.add(1, 1, SinkInterval{Elapsed: e + e/5, Packets: 1})
+	got := m.take() // index 1
+	m.add(1, 2, SinkInterval{Elapsed: 2*e + e/10, Packets: 1})
+	m.add(1, 3, SinkInterval{Elapsed: 3*e + e/10, Packets: 1})
+	// Runner 0 ended at 1.9e and files its part late, at 3.5e.
+	m.addPart(0, 1, SinkInterval{Elapsed: e + 9*e/10, Packets: 1}, func() time.Duration { return 3*e + e/2 })
+	m.end(0)
+	m.end(1)
+	got = append(got, m.take()...)
+	var prev time.Duration
+	var sum uint64
+	for _, iv := range got {
+		if iv.Elapsed <= prev {
+			t.Errorf("interval ends at %v, after %v: %+v", iv.Elapsed, prev, got)
+		}
+		prev = iv.Elapsed
+		sum += iv.Packets
+	}
+	if len(got) != 3 || sum != 5 {
+		t.Errorf("%d intervals of %d packets, want 3 of 5: %+v", len(got), sum, got)
+	}
+}

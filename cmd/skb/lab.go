@@ -593,11 +593,11 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 			if werr != nil && !errors.As(werr, &ee) {
 				return 1, fmt.Errorf("lab exec: %s: %w", strings.Join(argv, " "), werr)
 			}
+			if killed.Load() {
+				fmt.Fprintf(os.Stderr, "skb: lab exec: %s did not end within %v of the signal: killed\n", argv[0], labKillAfter)
+			}
 			ws, _ := c.ProcessState.Sys().(syscall.WaitStatus)
 			if ws.Signaled() {
-				if killed.Load() && ws.Signal() == syscall.SIGKILL {
-					fmt.Fprintf(os.Stderr, "skb: lab exec: %s did not end within %v of the signal: killed\n", argv[0], labKillAfter)
-				}
 				return 128 + int(ws.Signal()), nil
 			}
 			return c.ProcessState.ExitCode(), nil

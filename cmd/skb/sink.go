@@ -93,7 +93,7 @@ woken again; --sleep 0 always waits, --spin never sleeps.
 
 It stops after --duration (default 10s, twice pktgen's default, so that a sink
 started first sees a whole default pktgen run), after --idle (1s) without a
-packet once traffic was seen, or after --count packets: give it a longer --idle
+packet once one came (other frames do not count), or after --count packets: give it a longer --idle
 to see several pktgen runs one after the other. --flows N listens on ports PORT
 to PORT+N-1 (one socket each on the udp device), at most ` + fmt.Sprint(sinkMaxFlows) + `, to receive all of
 a pktgen's flows. Up to one port per CPU each have a thread of their own;
@@ -132,7 +132,7 @@ without a packet, or 65536 packets of others since its last, has stopped).
 	fs.IntVar(&o.copybreak, "copybreak", netdev.DefaultCopybreak, "copy packets shorter than N bytes into right-sized buffers (0: off); only into a smaller buffer than the receive buffer, up to 1920 bytes with the udp device's pool")
 	fs.BoolVar(&o.gro, "gro", false, "UDP receive coalescing (UDP_GRO; udp device): trains are split back into datagrams")
 	durationVarP(fs, &o.duration, "duration", "t", traffic.DefaultSinkDuration, "stop after this long")
-	durationVarP(fs, &o.idle, "idle", "", traffic.DefaultIdle, "stop after this long without a packet, once one came (frames counted as other frames do not count)")
+	durationVarP(fs, &o.idle, "idle", "", traffic.DefaultIdle, "stop after this long without a packet, once one came (frames counted in other frames do not count)")
 	fs.Uint64VarP(&o.count, "count", "n", 0, "stop after N packets (0: no limit)")
 	fs.IntVarP(&o.flows, "flows", "f", 1, fmt.Sprintf("receive on ports PORT to PORT+N-1 (pktgen's flows), 1 to %d", sinkMaxFlows))
 	fs.BoolVar(&o.spin, "spin", false, "busy-poll: poll again at once when nothing came, instead of sleeping")
