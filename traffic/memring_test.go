@@ -568,6 +568,31 @@ func TestPingPongLinkMemring(t *testing.T) {
 	}
 }
 
+// answer runs an echo server of the test's own on b until stop is called:
+// f sees the n-th packet (from 1) and returns true to send it back, false
+// when it dropped it (and freed it).
+func answer(b *memring.Device, f func(n int, x *skb.Buff) bool) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n := 0
+		for ctx.Err() == nil {
+			b.Poll(8, func(x *skb.Buff) {
+				n++
+				if f(n, x) {
+					b.Xmit(x, false)
+				}
+			})
+			b.Wait(time.Millisecond)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // TestPingPongNoReply checks that NoReplyTries first requests without a
 // reply within Timeout end the run with ErrNoReply, each counted in Lost;
 // that a reply after a lost first request lets the run go on; and that
@@ -583,30 +608,20 @@ func TestPingPongNoReply(t *testing.T) {
 	// with their length changed by delta (0: as they came).
 	for _, delta := range []int{0, -1, 1} {
 		a, b := pair(t, memring.Config{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			n := 0
-			for ctx.Err() == nil {
-				b.Poll(8, func(x *skb.Buff) {
-					if n++; n == 1 {
-						b.Cache().Free(x)
-						return
-					}
-					if delta < 0 {
-						x.Trim(x.Len() + delta)
-					} else if delta > 0 {
-						x.Put(delta)
-					}
-					b.Xmit(x, false)
-				})
-				b.Wait(time.Millisecond)
+		stop := answer(b, func(n int, x *skb.Buff) bool {
+			if n == 1 {
+				b.Cache().Free(x)
+				return false
 			}
-		}()
+			if delta < 0 {
+				x.Trim(x.Len() + delta)
+			} else if delta > 0 {
+				x.Put(delta)
+			}
+			return true
+		})
 		r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Warmup: -1, Timeout: 50 * time.Millisecond})
-		cancel()
-		<-done
+		stop()
 		if delta == 0 && (err != nil || r.Iters != 4 || r.Lost != 1) {
 			t.Errorf("first request dropped: %+v, %v; want 4 round trips, 1 lost", r, err)
 		}
@@ -626,25 +641,16 @@ func TestPingPongLateReply(t *testing.T) {
 	const delay = 15 * time.Millisecond
 	for _, timeout := range []time.Duration{3 * time.Millisecond, 200 * time.Millisecond} {
 		a, b := pair(t, memring.Config{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for ctx.Err() == nil {
-				b.Poll(8, func(x *skb.Buff) {
-					time.Sleep(delay)
-					b.Xmit(x, false)
-				})
-				b.Wait(time.Millisecond)
-			}
-		}()
+		stop := answer(b, func(int, *skb.Buff) bool {
+			time.Sleep(delay)
+			return true
+		})
 		var ivs []PingPongInterval
 		t0 := time.Now()
 		r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Warmup: -1, Timeout: timeout,
 			Interval: time.Hour, OnInterval: func(iv PingPongInterval) { ivs = append(ivs, iv) }})
 		el := time.Since(t0)
-		cancel()
-		<-done
+		stop()
 		if timeout < delay {
 			// Each request waits its Timeout, then the server's sleep
 			// holds the next one's Xmit up to delay more.
@@ -670,24 +676,14 @@ func TestPingPongLateReply(t *testing.T) {
 // awaited, counts as late (and stray); the other four are round trips.
 func TestPingPongLateCounted(t *testing.T) {
 	a, b := pair(t, memring.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n := 0
-		for ctx.Err() == nil {
-			b.Poll(8, func(x *skb.Buff) {
-				if n++; n == 1 {
-					time.Sleep(60 * time.Millisecond)
-				}
-				b.Xmit(x, false)
-			})
-			b.Wait(time.Millisecond)
+	stop := answer(b, func(n int, _ *skb.Buff) bool {
+		if n == 1 {
+			time.Sleep(60 * time.Millisecond)
 		}
-	}()
+		return true
+	})
 	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Warmup: -1, Timeout: 40 * time.Millisecond})
-	cancel()
-	<-done
+	stop()
 	if err != nil || r.Iters != 4 || r.Lost != 1 || r.Late != 1 || r.Stray != 1 {
 		t.Errorf("%+v, %v; want 4 round trips, 1 lost and late, 1 stray", r, err)
 	}
