@@ -186,7 +186,9 @@ func (c Config) BatchSize() int {
 // Copybreak applies receive copybreak to b (seed 001, SKB_TSHOLD): when b is
 // linear and shorter than threshold bytes, it copies b's data into a
 // right-sized buffer from c with at least headroom bytes of headroom, copies
-// b's metadata and header offsets (skb.Buff.CopyHeader), and returns it,
+// b's metadata and header offsets (skb.Buff.CopyHeader: an offset into
+// bytes before the copy's headroom, a header already pulled further, is
+// unset), and returns it,
 // leaving b for the driver to repost; otherwise, or when no small buffer is
 // available, it returns nil and b is unchanged. Copybreak does not take
 // ownership of b; the caller owns the returned buffer and must Free it or pass

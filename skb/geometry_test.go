@@ -532,3 +532,63 @@ func TestCopyNonlinearInLargeBlock(t *testing.T) {
 	c.Free(cl)
 	c.Free(b)
 }
+
+// TestCopyShortHeadroom copies a received frame whose mac header was
+// pulled (eth_type_trans) into buffers with less headroom than the pulled
+// 14 bytes, and with enough: an offset before the copy's head is unset
+// (its bytes were not copied), one inside it points at the same bytes;
+// CHECKSUM_PARTIAL whose csum_start was pulled away becomes CHECKSUM_NONE.
+func TestCopyShortHeadroom(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, err := c.Alloc(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free(b)
+	p := b.Put(60)
+	for i := range p {
+		p[i] = byte(i)
+	}
+	b.ResetMacHeader()
+	if err := b.SetChecksumPartial(14, 6); err != nil {
+		t.Fatal(err)
+	}
+	b.Pull(14)
+	b.ResetNetworkHeader()
+	for _, hr := range []int{0, 13, 14, 20} {
+		n, err := b.CopyExpand(c, hr, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !n.NetworkHeaderWasSet() || n.NetworkOffset() != 0 || n.Data()[0] != 14 {
+			t.Errorf("headroom %d: network header set %v at %d", hr, n.NetworkHeaderWasSet(), n.NetworkOffset())
+		}
+		if hr < 14 {
+			if n.MacHeaderWasSet() || n.MacLen() != 0 || n.MacHeader() != nil {
+				t.Errorf("headroom %d: mac header set %v at %d, len %d; want unset", hr, n.MacHeaderWasSet(), n.MacOffset(), n.MacLen())
+			}
+		} else if !n.MacHeaderWasSet() || n.MacOffset() != -14 || n.MacLen() != 14 || n.MacHeader()[0] != 0 {
+			t.Errorf("headroom %d: mac header set %v at %d, len %d; want at -14, 14 bytes", hr, n.MacHeaderWasSet(), n.MacOffset(), n.MacLen())
+		}
+		// csum_start at the network header, the data's first byte.
+		if n.IPSummed() != skb.ChecksumPartial || n.CsumStart() != 0 {
+			t.Errorf("headroom %d: checksum %v start %d; want CHECKSUM_PARTIAL at 0", hr, n.IPSummed(), n.CsumStart())
+		}
+		c.Free(n)
+	}
+	b.Push(14)
+	if err := b.SetChecksumPartial(0, 6); err != nil { // csum_start at the mac header
+		t.Fatal(err)
+	}
+	b.Pull(14)
+	for _, hr := range []int{0, 14} {
+		n, err := b.CopyExpand(c, hr, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]skb.CsumState{true: skb.ChecksumNone, false: skb.ChecksumPartial}[hr < 14]; n.IPSummed() != want {
+			t.Errorf("headroom %d: checksum %v, want %v", hr, n.IPSummed(), want)
+		}
+		c.Free(n)
+	}
+}

@@ -97,7 +97,9 @@ func (b *Buff) Copy(a Allocator) (*Buff, error) {
 
 // CopyExpand is Copy into a buffer with the given headroom and tailroom
 // (skb_copy_expand). Header offsets and csum_start move with the data, so they
-// stay right whatever the new headroom. Ownership and errors as for Copy
+// point at the same bytes whatever the new headroom; a header pulled further
+// than the new headroom reaches (its bytes not copied) is unset in the copy,
+// and CHECKSUM_PARTIAL whose csum_start lies there becomes CHECKSUM_NONE. Ownership and errors as for Copy
 // (ErrTooBig too when headroom+Len()+tailroom is more than any block holds,
 // however large the sizes); it panics on negative sizes.
 func (b *Buff) CopyExpand(a Allocator, headroom, tailroom int) (*Buff, error) {
@@ -575,7 +577,8 @@ func cloneList(a Allocator, first *Buff) (*Buff, error) {
 // priority, mark, hash, queue mapping, timestamp, checksum state, control
 // block and the GSO parameters, and the header offsets and csum_start moved by the difference
 // in headroom, so that they point at the same bytes when b's data is a copy
-// of old's. b keeps its lengths and geometry. It panics if b's shared info is
+// of old's (one that would fall before b's head is unset, as in
+// CopyExpand). b keeps its lengths and geometry. It panics if b's shared info is
 // shared (the GSO fields live there). It takes ownership of neither buffer.
 func (b *Buff) CopyHeader(old *Buff) {
 	b.checkLive()
@@ -596,23 +599,34 @@ func copyHeader(n, old *Buff, delta int) {
 }
 
 // shiftHeaders moves the set header offsets and csum_start by delta bytes
-// (skb_headers_offset_update).
+// (skb_headers_offset_update). An offset that would fall before the new
+// head, a header pulled further than a copy's headroom reaches, whose
+// bytes the copy does not have, is unset; so is CHECKSUM_PARTIAL whose
+// csum_start would (the copy cannot finish that checksum), which becomes
+// CHECKSUM_NONE. The kernel's u16 offsets would wrap there instead.
 func shiftHeaders(m *meta, delta int) {
 	if delta == 0 {
 		return
 	}
-	d := uint32(delta)
-	if m.macHeader != 0 {
-		m.macHeader += d
+	shift := func(h *uint32) {
+		if *h == 0 {
+			return
+		}
+		if p := int(*h) + delta; p >= 1 {
+			*h = uint32(p)
+		} else {
+			*h = 0
+		}
 	}
-	if m.netHeader != 0 {
-		m.netHeader += d
-	}
-	if m.transHeader != 0 {
-		m.transHeader += d
-	}
+	shift(&m.macHeader)
+	shift(&m.netHeader)
+	shift(&m.transHeader)
 	if m.ipSummed == ChecksumPartial {
-		m.csumStart += d
+		if p := int(m.csumStart) + delta; p >= 0 {
+			m.csumStart = uint32(p)
+		} else {
+			m.ipSummed, m.csumStart, m.csumOffset = ChecksumNone, 0, 0
+		}
 	}
 }
 
