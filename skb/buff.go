@@ -543,6 +543,8 @@ func (m misuse) Error() string {
 	case m.op == opPut && uint64(b.tail)+uint64(n) > uint64(b.end):
 	case m.op == opPull && b.m.dataLen != 0 && n <= int(b.m.len):
 		why = fmt.Sprintf("past the linear data (%d bytes; PskbMayPull first)", b.tail-b.data)
+	case m.op == opPull:
+		why = "past the data"
 	case (m.op == opPut || m.op == opTrim) && b.m.dataLen != 0:
 		why = "on a nonlinear buffer (use PskbTrim or Linearize)"
 	case (m.op == opPut || m.op == opPush) && m.ref > 1:

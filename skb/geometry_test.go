@@ -93,8 +93,9 @@ func TestMisusePanics(t *testing.T) {
 	}{
 		{"push past headroom", func(b *skb.Buff) { b.Push(129) }, []string{"push 129 past the headroom", "data 128", "tail 128"}},
 		{"put past end", func(b *skb.Buff) { b.Put(b.Tailroom() + 1) }, []string{"put 385 past the end", "end 512"}},
-		{"pull past len", func(b *skb.Buff) { b.Put(10); b.Pull(11) }, []string{"pull 11 past the end", "len 10"}},
+		{"pull past len", func(b *skb.Buff) { b.Put(10); b.Pull(11) }, []string{"pull 11 past the data", "len 10"}},
 		{"negative put", func(b *skb.Buff) { b.Put(-1) }, []string{"put -1 is negative"}},
+		{"negative may pull", func(b *skb.Buff) { b.PskbMayPull(nil, -1) }, []string{"pskb_may_pull of -1 bytes", "len 0"}},
 		{"negative push", func(b *skb.Buff) { b.Push(-1) }, []string{"push -1"}},
 		{"negative trim", func(b *skb.Buff) { b.Trim(-1) }, []string{"trim -1"}},
 		{"reserve on data", func(b *skb.Buff) { b.Put(1); b.Reserve(1) }, []string{"reserve 1 on a buffer holding data"}},
@@ -131,7 +132,7 @@ func TestMisusePanics(t *testing.T) {
 			b.Put(4)
 			b.AddRxFrag(p, off, 10)
 			b.Pull(15)
-		}, []string{"pull 15 past the end", "len 14"}},
+		}, []string{"pull 15 past the data", "len 14"}},
 		{"trim nonlinear", func(b *skb.Buff) {
 			p, off, _ := c.AllocFrag(10)
 			b.AddRxFrag(p, off, 10)

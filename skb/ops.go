@@ -339,9 +339,13 @@ func (b *Buff) Linearize(a Allocator) error {
 // PskbMayPull makes sure the first n bytes of b are in the linear data,
 // moving them out of the frags and frag list when they are not
 // (pskb_may_pull). It returns ErrRange when b is shorter than n, or the
-// allocator's error; b is then unchanged. It does not take ownership of b.
+// allocator's error; b is then unchanged. It panics on a negative n. It
+// does not take ownership of b.
 func (b *Buff) PskbMayPull(a Allocator, n int) error {
 	b.checkLive()
+	if n < 0 {
+		panic(fmt.Sprintf("skb: pskb_may_pull of %d bytes: %s", n, b.geometry()))
+	}
 	hl := b.HeadLen()
 	if n <= hl {
 		return nil
