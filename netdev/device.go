@@ -10,7 +10,10 @@ import (
 
 // Handler receives one packet from Poll. The handler owns b: it must Free it
 // (into the device's Cache, on the device's goroutine, is fastest) or pass it
-// on to a function that takes ownership, such as another device's Xmit.
+// on to a function that takes ownership, such as a device's Xmit: another
+// device's (a forwarder), or the polled device's own (an echo server,
+// traffic.Echo), which a driver must allow: it may not hold a lock across
+// the handler that its Xmit or Flush takes (netdevtest's "xmit in poll").
 type Handler func(b *skb.Buff)
 
 // Device is one queue of a network device, a socket or a simulated NIC, as a

@@ -77,6 +77,12 @@ import (
 //     net.ErrClosed, Close returns, and every buffer comes back (run the
 //     suite with -race: Close's wake-up must not race with the owner's
 //     return).
+//   - xmit in poll: a Poll handler on RX hands each packet to RX's own Xmit
+//     and calls RX's Flush, as an echo server or a forwarder on one device
+//     does (traffic.Echo): both return (a driver must not hold a lock
+//     across the handler that Xmit takes; the suite panics after
+//     xmitInPollWait rather than hang), take the packet, and count it in
+//     RX's tx_packets or tx_dropped.
 //   - allocs: a steady-state cycle (allocate, fill and Xmit 64 packets,
 //     Flush, Poll them back, free them) allocates nothing
 //     (testing.AllocsPerRun), on a pool without debug mode.
@@ -108,6 +114,7 @@ func RunPool(t *testing.T, pc pool.Config, f Factory) {
 	t.Run("closed", func(t *testing.T) { testClosed(t, s) })
 	t.Run("close in poll", func(t *testing.T) { testCloseInPoll(t, s) })
 	t.Run("close race", func(t *testing.T) { testCloseRace(t, s) })
+	t.Run("xmit in poll", func(t *testing.T) { testXmitInPoll(t, s) })
 	t.Run("allocs", func(t *testing.T) { testAllocs(t, s) })
 }
 
@@ -931,6 +938,54 @@ func testCloseRace(t *testing.T, s *suite) {
 				t.Fatalf("close race: RX.Close had not returned after %v", deliverWait)
 			}
 		})
+	}
+}
+
+// xmitInPollWait is how long testXmitInPoll waits for its Polls before it
+// takes the driver to be deadlocked.
+const xmitInPollWait = 20 * time.Second
+
+func testXmitInPoll(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
+	const n = 8
+	e.sendBurst(0, n, e.small, true)
+	st0 := e.rx.Stats()
+	done := make(chan int, 1)
+	go func() {
+		got := 0
+		c := e.rx.Cache()
+		deadline := time.Now().Add(5 * time.Second)
+		for got < n && time.Now().Before(deadline) {
+			k, err := e.rx.Poll(n, func(b *skb.Buff) {
+				if _, _, ok := e.pair.Seq(b); !ok {
+					c.Free(b) // another's (a link's neighbour discovery)
+					return
+				}
+				got++
+				e.rx.Xmit(b, true) // takes b, also on error
+				e.rx.Flush()
+			})
+			if err != nil {
+				break
+			}
+			if k == 0 {
+				e.rx.Wait(10 * time.Millisecond)
+			}
+		}
+		done <- got
+	}()
+	var got int
+	select {
+	case got = <-done:
+	case <-time.After(xmitInPollWait):
+		panic(fmt.Sprintf("netdevtest: xmit in poll: RX's Poll, whose handler calls RX.Xmit and RX.Flush, has not returned after %v: does the driver hold a lock across the handler that Xmit or Flush takes? An echo server or a forwarder transmits from its handler", xmitInPollWait))
+	}
+	if min := n - map[bool]int{true: 1}[e.pair.Lossy]; got < min {
+		t.Fatalf("xmit in poll: %d of the %d packets sent arrived within 5s", got, n)
+	}
+	d := e.rx.Stats().Sub(st0)
+	if out := d.TxPackets + d.TxDroppedTotal(); out != uint64(got) {
+		t.Errorf("xmit in poll: RX's handler gave RX.Xmit %d packets; its tx_packets grew by %d and tx_dropped by %d, %d in all", got, d.TxPackets, d.TxDroppedTotal(), out)
 	}
 }
 
