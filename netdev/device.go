@@ -188,7 +188,9 @@ func (c Config) BatchSize() int {
 
 // Copybreak applies receive copybreak to b (seed 001, SKB_TSHOLD): when b is
 // linear and shorter than threshold bytes, it copies b's data into a
-// right-sized buffer from c with at least headroom bytes of headroom, copies
+// right-sized buffer from c with at least headroom bytes of headroom (one in
+// a smaller block than b's: with so much headroom that none is smaller, it
+// copies nothing), copies
 // b's metadata and header offsets (skb.Buff.CopyHeader: an offset into
 // bytes before the copy's headroom, a header already pulled further, is
 // unset), and returns it,
@@ -204,6 +206,12 @@ func Copybreak(c *pool.Cache, b *skb.Buff, threshold, headroom int) *skb.Buff {
 	extra := max(0, headroom-c.Headroom())
 	small, err := c.Alloc(n + extra)
 	if err != nil {
+		return nil
+	}
+	if small.End() >= b.End() {
+		// The headroom asked for leaves no smaller block: a copy would
+		// save nothing.
+		c.Free(small)
 		return nil
 	}
 	small.Reserve(extra)

@@ -37,6 +37,7 @@ func TestCopybreak(t *testing.T) {
 		copied              bool
 	}{
 		{256, 128, true}, {256, 300, true}, {256, 0, true}, {100, 128, false}, {0, 128, false},
+		{256, 1000, false}, // no block smaller than big's holds the headroom
 	} {
 		small := netdev.Copybreak(c, big, tc.threshold, tc.headroom)
 		if (small != nil) != tc.copied {
