@@ -26,7 +26,8 @@ import (
 //     or by Flush), with payloads from 4 bytes to MaxPayload (around the
 //     copybreak threshold too), arrive in order, each once, byte for byte.
 //   - ownership: Xmit of a packet longer than the device carries returns an
-//     error, frees the packet before returning and counts it in tx_dropped;
+//     error wrapping netdev.ErrTooBig, frees the packet before returning and
+//     counts it in tx_dropped_too_big;
 //     buffers handed to the handler stay the handler's: kept across later
 //     Polls they are distinct and unchanged. No double free (the debug pool
 //     panics), no leak.
@@ -180,7 +181,7 @@ func testOwnership(t *testing.T, s *suite) {
 	d := statsDelta(e.tx, before)
 	switch {
 	case err == nil:
-		t.Errorf("Xmit of a %d-byte packet (MaxPayload %d) returned nil; want ErrTooBig or another error", n, e.pair.MaxPayload)
+		t.Errorf("Xmit of a %d-byte packet (MaxPayload %d) returned nil; want an error wrapping ErrTooBig", n, e.pair.MaxPayload)
 	case errors.Is(err, net.ErrClosed):
 		t.Errorf("Xmit of a %d-byte packet returned %v on an open device", n, err)
 	case big.IsLive():
@@ -188,8 +189,12 @@ func testOwnership(t *testing.T, s *suite) {
 	case d.TxDroppedTotal() != 1 || d.TxPackets != 0:
 		t.Errorf("Xmit refused a %d-byte packet (%v): tx_dropped grew by %d, tx_packets by %d; want 1 and 0", n, err, d.TxDroppedTotal(), d.TxPackets)
 	}
-	if err != nil && !errors.Is(err, netdev.ErrTooBig) {
-		t.Logf("Xmit of a %d-byte packet returned %v (not ErrTooBig)", n, err)
+	switch {
+	case err == nil:
+	case !errors.Is(err, netdev.ErrTooBig):
+		t.Errorf("Xmit of a %d-byte packet returned %v; want an error wrapping ErrTooBig, as Device.Xmit's doc says", n, err)
+	case d.TxDropped[netdev.DropTooBig] != 1:
+		t.Errorf("Xmit of a %d-byte packet returned %v and counted %v; want it in tx_dropped_too_big", n, err, d)
 	}
 
 	// Buffers handed to the handler are its own: kept across later Polls,
