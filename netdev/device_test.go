@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/skbdev/skb/netdev"
@@ -142,5 +143,41 @@ func TestConfigError(t *testing.T) {
 	}
 	if mine.Error() != "mydriver: invalid config" || !errors.Is(mine, netdev.ErrConfig) {
 		t.Errorf("sentinel %q does not match netdev.ErrConfig", mine)
+	}
+}
+
+// TestCounterMisuse checks that a reason the counters have no slot for, and
+// BadXmit of a live buffer, panic with a message that says so rather than
+// a runtime error.
+func TestCounterMisuse(t *testing.T) {
+	var ctr netdev.Counters
+	p, err := pool.New(pool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewCache()
+	b, _ := c.Alloc(10)
+	for name, tc := range map[string]struct {
+		f    func()
+		want string
+	}{
+		"rx drop":  {func() { ctr.RxDrop(netdev.NumDropReasons, 1) }, "no such reason"},
+		"tx drop":  {func() { ctr.TxDrop(200, 1) }, "drop reason 200: no such reason"},
+		"fallback": {func() { ctr.GSOFallback(9) }, "GSOFallback(9): no such reason"},
+		"live":     {func() { netdev.BadXmit("test", b) }, "BadXmit of a live"},
+	} {
+		msg := func() (msg string) {
+			defer func() { msg = fmt.Sprint(recover()) }()
+			tc.f()
+			return ""
+		}()
+		if !strings.Contains(msg, tc.want) || strings.Contains(msg, "runtime error") {
+			t.Errorf("%s: panic %q, want %q", name, msg, tc.want)
+		}
+	}
+	c.Free(b)
+	c.Close()
+	if err := p.Close(); err != nil {
+		t.Error(err)
 	}
 }

@@ -92,5 +92,8 @@ func BadXmit(driver string, b *skb.Buff) {
 	if b == nil {
 		panic(driver + ": Xmit of a nil *skb.Buff")
 	}
+	if b.IsLive() {
+		panic(fmt.Sprintf("%s: BadXmit of a live *skb.Buff %p: call it for a nil or freed one only", driver, b))
+	}
 	panic(fmt.Sprintf("%s: Xmit of a freed *skb.Buff %p (the caller gave up ownership when it freed it, or when it passed it to Xmit before)", driver, b))
 }

@@ -217,8 +217,9 @@ func (c *Counters) RxPacket(n int) {
 func (c *Counters) RxCopybreak() { add(&c.s.RxCopybreak, 1) }
 
 // RxDrop counts n received packets dropped for reason r; DropTruncated also
-// counts in rx_truncated.
+// counts in rx_truncated. It panics on a reason past NumDropReasons.
 func (c *Counters) RxDrop(r DropReason, n int) {
+	checkReason(r)
 	add(&c.s.RxDropped[r], uint64(n))
 	if r == DropTruncated {
 		add(&c.s.RxTruncated, uint64(n))
@@ -242,8 +243,26 @@ func (c *Counters) TxSent(packets, bytes int) {
 // TxRingFull counts one Xmit that found the ring full.
 func (c *Counters) TxRingFull() { add(&c.s.TxRingFull, 1) }
 
-// TxDrop counts n transmitted packets dropped for reason r.
-func (c *Counters) TxDrop(r DropReason, n int) { add(&c.s.TxDropped[r], uint64(n)) }
+// TxDrop counts n transmitted packets dropped for reason r. It panics on a
+// reason past NumDropReasons.
+func (c *Counters) TxDrop(r DropReason, n int) {
+	checkReason(r)
+	add(&c.s.TxDropped[r], uint64(n))
+}
 
-// GSOFallback counts one offload turned off for reason r.
-func (c *Counters) GSOFallback(r FallbackReason) { add(&c.s.GSOFallback[r], 1) }
+// GSOFallback counts one offload turned off for reason r. It panics on a
+// reason past NumFallbackReasons.
+func (c *Counters) GSOFallback(r FallbackReason) {
+	if uint(r) >= uint(len(c.s.GSOFallback)) {
+		panic(fmt.Sprintf("netdev: GSOFallback(%d): no such reason (NumFallbackReasons %d)", int(r), len(c.s.GSOFallback)))
+	}
+	add(&c.s.GSOFallback[r], 1)
+}
+
+// checkReason panics on a drop reason the counters have no slot for: a
+// driver's mistake, named, rather than an index out of range.
+func checkReason(r DropReason) {
+	if uint(r) >= uint(NumDropReasons) {
+		panic(fmt.Sprintf("netdev: drop reason %d: no such reason (NumDropReasons %d)", int(r), NumDropReasons))
+	}
+}
