@@ -512,7 +512,9 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 	var l *lab.Lab
 	if temp {
 		if l, err = lab.New(o); err != nil {
-			return 1, err
+			// The library's operation is lab.New; the command's is lab
+			// exec (main prefixes "skb: ").
+			return 1, fmt.Errorf("lab exec: %s", strings.TrimPrefix(err.Error(), "lab: new: "))
 		}
 		defer func() {
 			if cerr := l.Close(); cerr != nil && err == nil {

@@ -460,6 +460,7 @@ func TestLabBadFlags(t *testing.T) {
 		{"lab", "exec", "a", "--name", "", "--", "true"},
 		{"lab", "exec", "--temp", "--name", "", "a", "--", "true"},
 		{"lab", "exec", "--temp", "--queues", "0", "a", "--", "true"},
+		{"lab", "exec", "--temp", "--mtu", "10", "a", "--", "true"}, // refused by lab.New
 		{"lab", "bogus"},
 	} {
 		t.Run(strings.Join(args[1:], "_"), func(t *testing.T) {
