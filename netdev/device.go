@@ -191,9 +191,10 @@ func (c Config) BatchSize() int {
 // right-sized buffer from c with at least headroom bytes of headroom (one in
 // a smaller block than b's: with so much headroom that none is smaller, it
 // copies nothing), copies
-// b's metadata and header offsets (skb.Buff.CopyHeader: an offset into
-// bytes before the copy's headroom, a header already pulled further, is
-// unset), and returns it,
+// b's metadata and header offsets (skb.Buff.CopyHeader) with the bytes of
+// headers already pulled, as far as the copy's headroom reaches (an offset
+// further back is unset, as is CHECKSUM_PARTIAL whose csum_start is), and
+// returns it,
 // leaving b for the driver to repost; otherwise, or when no small buffer is
 // available, it returns nil and b is unchanged. Copybreak does not take
 // ownership of b; the caller owns the returned buffer and must Free it or pass
@@ -216,6 +217,31 @@ func Copybreak(c *pool.Cache, b *skb.Buff, threshold, headroom int) *skb.Buff {
 	}
 	small.Reserve(extra)
 	copy(small.Put(n), b.Data())
+	if p := pulled(b); p > 0 {
+		// Headers already pulled: their bytes too, as far as the copy's
+		// headroom reaches (CopyHeader unsets those beyond).
+		hc := min(p, small.Headroom(), b.Headroom())
+		copy(small.Head()[small.Headroom()-hc:small.Headroom()], b.Head()[b.Headroom()-hc:b.Headroom()])
+	}
 	small.CopyHeader(b)
 	return small
+}
+
+// pulled returns how far before b's data its header offsets and
+// CHECKSUM_PARTIAL's csum_start reach, in bytes; 0 when none is before it.
+func pulled(b *skb.Buff) int {
+	p := 0
+	if b.MacHeaderWasSet() {
+		p = max(p, -b.MacOffset())
+	}
+	if b.NetworkHeaderWasSet() {
+		p = max(p, -b.NetworkOffset())
+	}
+	if b.TransportHeaderWasSet() {
+		p = max(p, -b.TransportOffset())
+	}
+	if b.IPSummed() == skb.ChecksumPartial {
+		p = max(p, -b.CsumStart())
+	}
+	return p
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/pool/pooltest"
+	"github.com/skbdev/skb/skb"
 )
 
 func TestMain(m *testing.M) { pooltest.Main(m) }
@@ -179,5 +180,62 @@ func TestCounterMisuse(t *testing.T) {
 	c.Close()
 	if err := p.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestCopybreakPulledHeaders copies a received frame whose mac header was
+// pulled (eth_type_trans) and whose csum_start sits there: the copy has the
+// header's bytes too and keeps both, with the pool's 128 bytes of headroom;
+// with none, it unsets the mac header and turns CHECKSUM_PARTIAL into
+// CHECKSUM_NONE, the bytes not being in the copy. Small blocks come out
+// of the cache dirty first, so that bytes not copied show.
+func TestCopybreakPulledHeaders(t *testing.T) {
+	for _, hr := range []int{128, pool.NoHeadroom} {
+		p, err := pool.New(pool.Config{Headroom: hr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.NewCache()
+		dirty, _ := c.Alloc(0)
+		for i := range dirty.Head() {
+			dirty.Head()[i] = 0xee
+		}
+		c.Free(dirty)
+		big, _ := c.Alloc(1500)
+		if big.Headroom() < 14 {
+			big.Reserve(14)
+		}
+		data := big.Put(60)
+		for i := range data {
+			data[i] = byte(i)
+		}
+		big.ResetMacHeader()
+		if err := big.SetChecksumPartial(0, 6); err != nil {
+			t.Fatal(err)
+		}
+		big.Pull(14)
+		big.ResetNetworkHeader()
+		small := netdev.Copybreak(c, big, 256, 0)
+		if small == nil {
+			t.Fatalf("headroom %d: not copied", hr)
+		}
+		if !bytes.Equal(small.Data(), data[14:]) || !small.NetworkHeaderWasSet() || small.NetworkOffset() != 0 {
+			t.Errorf("headroom %d: data %x, network header %v at %d", hr, small.Data(), small.NetworkHeaderWasSet(), small.NetworkOffset())
+		}
+		if hr == 128 {
+			if !small.MacHeaderWasSet() || small.MacOffset() != -14 || !bytes.Equal(small.MacHeader()[:14], data[:14]) ||
+				small.IPSummed() != skb.ChecksumPartial || small.CsumStart() != -14 {
+				t.Errorf("headroom %d: mac header %v at %d (% x), checksum %v at %d; want the pulled 14 bytes, CHECKSUM_PARTIAL at -14",
+					hr, small.MacHeaderWasSet(), small.MacOffset(), small.MacHeader(), small.IPSummed(), small.CsumStart())
+			}
+		} else if small.MacHeaderWasSet() || small.IPSummed() != skb.ChecksumNone {
+			t.Errorf("headroom %d: mac header %v at %d, checksum %v; want unset, CHECKSUM_NONE", hr, small.MacHeaderWasSet(), small.MacOffset(), small.IPSummed())
+		}
+		c.Free(small)
+		c.Free(big)
+		c.Close()
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -21,8 +21,9 @@
 // Poll receives up to budget packets without blocking and hands each to the
 // handler, which owns it (napi_poll). Wait blocks until Poll has something to
 // do. A packet shorter than the copybreak threshold (default 256 bytes) is
-// copied into a right-sized buffer and the large receive buffer is reused at
-// once (seed 001); receive buffers reserve headroom (default 128 bytes) so
+// copied into a right-sized buffer (where a smaller block than the receive
+// buffer's holds it) and the large receive buffer is reused at once (seed
+// 001); receive buffers reserve headroom (default 128 bytes) so
 // that a tunnel can push its header without reallocating (seed 004).
 //
 // # Concurrency

@@ -133,8 +133,10 @@ func (b *Buff) CopyExpand(a Allocator, headroom, tailroom int) (*Buff, error) {
 
 // PskbCopy returns a buffer with a private copy of b's linear data (same
 // headroom, no tailroom beyond what the allocator rounds up to) that shares b's
-// page frags and clones its frag list members (pskb_copy). Ownership and errors
-// as for Copy.
+// page frags and clones its frag list members (pskb_copy). As pskb_copy, it
+// does not copy the headroom's bytes: a header already pulled into it (its
+// offset before the data) reads the new block's bytes there; Copy and
+// CopyExpand copy them. Ownership and errors as for Copy.
 func (b *Buff) PskbCopy(a Allocator) (*Buff, error) {
 	b.checkLive()
 	needAllocator(a, "pskb copy")

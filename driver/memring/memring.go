@@ -383,7 +383,8 @@ func spin(dur time.Duration) {
 // Poll hands up to budget received packets to h, in arrival order, without
 // blocking (napi_poll), and returns how many it handed over. A packet shorter
 // than the copybreak threshold is copied into a right-sized buffer from the
-// Cache and its ring buffer is reposted at once (seed 001, counted in
+// Cache (when a smaller block than the ring buffer's holds it and the
+// headroom: netdev.Copybreak) and its ring buffer is reposted at once (seed 001, counted in
 // rx_copybreak); a longer one is handed over as it sits in the ring buffer,
 // and a fresh buffer from the Cache is posted in its place. When the pool has
 // no buffer for either, the packet is dropped (rx_dropped_nobuf) and its ring

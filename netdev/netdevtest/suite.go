@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -81,9 +82,10 @@ import (
 //   - xmit in poll: a Poll handler on RX hands each packet to RX's own Xmit
 //     and calls RX's Flush, as an echo server or a forwarder on one device
 //     does (traffic.Echo): both return (a driver must not hold a lock
-//     across the handler that Xmit takes; the suite panics after
-//     xmitInPollWait rather than hang), take the packet, and count it in
-//     RX's tx_packets or tx_dropped.
+//     across the handler that Xmit takes; after xmitInPollWait the suite
+//     prints the reason and every goroutine's stack and exits the test
+//     binary, rather than hang), take the packet, and count it in RX's
+//     tx_packets or tx_dropped.
 //   - allocs: a steady-state cycle (allocate, fill and Xmit 64 packets,
 //     Flush, Poll them back, free them) allocates nothing
 //     (testing.AllocsPerRun), on a pool without debug mode.
@@ -983,7 +985,12 @@ func testXmitInPoll(t *testing.T, s *suite) {
 	select {
 	case got = <-done:
 	case <-time.After(xmitInPollWait):
-		panic(fmt.Sprintf("netdevtest: xmit in poll: RX's Poll, whose handler calls RX.Xmit and RX.Flush, has not returned after %v: does the driver hold a lock across the handler that Xmit or Flush takes? An echo server or a forwarder transmits from its handler", xmitInPollWait))
+		// Not a panic: the test's cleanups would run first, and a Close
+		// that takes the same lock would hang them, the reason unsaid.
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		fmt.Fprintf(os.Stderr, "--- FAIL: %s\nnetdevtest: xmit in poll: RX's Poll, whose handler calls RX.Xmit and RX.Flush, has not returned after %v: does the driver hold a lock across the handler that Xmit or Flush takes? An echo server or a forwarder transmits from its handler. The goroutines:\n\n%s\n", t.Name(), xmitInPollWait, buf)
+		os.Exit(2)
 	}
 	if min := n - map[bool]int{true: 1}[e.pair.Lossy]; got < min {
 		t.Fatalf("xmit in poll: %d of the %d packets sent arrived within 5s", got, n)
