@@ -36,8 +36,8 @@ type EchoConfig struct {
 	// Duration bounds the run (0 means DefaultSinkDuration); Idle stops it
 	// after this long without a request once one came (0 means
 	// DefaultEchoIdle, negative never), a request being one the server
-	// answers: the frames it counts in Other do not start it; Count stops it after this many
-	// answers (0: no limit).
+	// answers: the frames it counts in Other do not start it; Count stops
+	// it after this many answers (0: no limit).
 	Duration time.Duration
 	Idle     time.Duration
 	Count    uint64

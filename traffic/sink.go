@@ -69,12 +69,13 @@ type SinkConfig struct {
 	// after this long without a packet once one was seen (0 means
 	// DefaultIdle, negative never), a packet being one the sink counts:
 	// the frames a link-layer sink counts in Other (ARP, neighbour
-	// discovery, another port's) neither start it nor the result's span; Count stops it after this many packets
-	// (0: no limit). Count is exact: each Poll's budget is cut to the
-	// packets Count still allows, so the rest stay queued in the device,
-	// and a GSO buffer that crosses it counts its datagrams up to Count
-	// (the rest are freed uncounted; its FrameBytes count whole), as are
-	// the buffers after it in the same Poll.
+	// discovery, another port's) neither start it nor the result's span;
+	// Count stops it after this many packets (0: no limit). Count is
+	// exact: each Poll's budget is cut to the packets Count still allows,
+	// so the rest stay queued in the device, and a GSO buffer that
+	// crosses it counts its datagrams up to Count (the rest are freed
+	// uncounted; its FrameBytes count whole), as are the buffers after it
+	// in the same Poll.
 	Duration time.Duration
 	Idle     time.Duration
 	Count    uint64
