@@ -110,7 +110,24 @@ func labUpCmd() *cobra.Command {
 				return fmt.Errorf("lab up: %w", err)
 			}
 			o.Persist = true
+			// A signal while the lab is being made waits for lab.New,
+			// which then leaves no half-made lab, and removes the lab.
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 			l, err := lab.New(o)
+			signal.Stop(sigs)
+			select {
+			case sig := <-sigs:
+				if err == nil {
+					l.Release()
+					if rerr := lab.Remove(o.Name); rerr != nil {
+						return fmt.Errorf("lab up: %v: remove the lab made meanwhile: %w", sig, rerr)
+					}
+				}
+				n := sig.(syscall.Signal)
+				return &exitError{code: 128 + int(n), err: fmt.Errorf("lab up: stopped by %s: no lab %s made", signalName(n), o.Name)}
+			default:
+			}
 			if errors.Is(err, lab.ErrExist) {
 				return fmt.Errorf("lab up: lab %s already exists (see `skb lab list`; remove it with `skb lab down --name %s`)", o.Name, o.Name)
 			}

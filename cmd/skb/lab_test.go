@@ -329,6 +329,42 @@ func TestLabExecSignal(t *testing.T) {
 	labGone(t, name)
 }
 
+// TestLabUpSignal sends SIGTERM to `skb lab up` at delays across its run
+// (about 50 ms, lab.New's part in its middle): each either finished first
+// (exit 0, the lab up) or was stopped, 143, with no lab or namespace left
+// and at most one line on stderr, "stopped by SIGTERM" when the signal
+// came while the lab was being made.
+func TestLabUpSignal(t *testing.T) {
+	labtest.RequireRoot(t)
+	name := testLabName("skbs")
+	t.Cleanup(func() { lab.Remove(name) })
+	bin := buildSkb(t)
+	for i := range 16 {
+		cmd := exec.Command(bin, "lab", "up", "--name", name)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i) * 5 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGTERM)
+		waitExit(t, cmd, 10*time.Second)
+		code := cmd.ProcessState.ExitCode()
+		if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		switch {
+		case code == 0:
+			mustSkb(t, "lab", "down", "--name", name)
+		case code != 128+int(syscall.SIGTERM) || len(lines) > 1 || lines[0] != "" && lines[0] != "skb: lab up: stopped by SIGTERM: no lab "+name+" made":
+			t.Errorf("after %d ms: exit %d, stderr %q", i*5, code, stderr.String())
+		default:
+			labGone(t, name)
+		}
+	}
+}
+
 // TestLabExecKillsChildren sends SIGTERM to `skb lab exec` in a persistent
 // lab whose command, a shell, ignores it: once the wait is over, the shell
 // is killed with its command, which would otherwise run on in the lab.
