@@ -51,8 +51,9 @@ func pktgenCmd() *cobra.Command {
 		Short: "Send stamped UDP packets and report what the device sent",
 		Long: `pktgen sends UDP packets whose payload starts with a stamp (magic, run, flow,
 sequence number, send time) that skb sink counts loss, reordering and latency
-from. It prints one line per second, one for the run's last part second,
-and a result line (the lines add up to it): packets, bytes,
+from. It prints one line per second, one for the run's last part second
+(the packets of the lines, "packets" in --json, add up to the result's;
+each text line gives its rate), and a result line: packets, bytes,
 seconds, pps, Mbit/s, errors (packets not sent, whose sequence numbers a
 sink counts lost) and doorbells, from the
 device's counters. Bytes and Mbit/s count UDP payload on every device; a

@@ -74,8 +74,8 @@ skb pktgen writes, the kernel's drops, copybreak copies (the device's count:
 on a link-layer device it copies the other frames too, so it may pass the
 packets counted) and one-way latency.
 It prints one line per second (and one for the run's last part second when
-packets came in it, so that the lines' packets add up to the result's) and
-a result line; the result's pps and Mbit/s are over the time from the
+packets came in it, so that the lines' packets, "packets" in --json, add up
+to the result's; each text line gives its rate) and a result line; the result's pps and Mbit/s are over the time from the
 first packet to the last. Bytes and Mbit/s count UDP payload on
 every device; a link-layer device also reports the whole frames ("Mbit/sec of
 frames"; frame_bytes and frame_mbps in JSON). On afpacket a GSO super-frame (a
@@ -89,7 +89,8 @@ computed, so it is not checked there).
 While traffic flows it sleeps --sleep (50us) whenever it has drained the
 queue, rather than asking the kernel to wake it: the sender then does no
 wake-up work per packet. After a millisecond without traffic it waits to be
-woken again; --sleep 0 always waits, --spin never sleeps.
+woken again; --sleep 0 always waits, --spin never sleeps (give --spin or
+--sleep, not both).
 
 It stops after --duration (default 10s, twice pktgen's default, so that a sink
 started first sees a whole default pktgen run), after --idle (1s) without a
@@ -481,7 +482,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 				return errors.New("sink: --gro: the kernel refused UDP_GRO on this socket")
 			}
 			if i == 0 && o.copybreak > d.Copybreak() && d.Copybreak() > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "skb: sink: warning: --copybreak %d: datagrams of %d bytes or more are not copied: a copy must land in a smaller buffer than the receive buffer, and the pool has none between\n", o.copybreak, d.Copybreak())
+				fmt.Fprintf(cmd.ErrOrStderr(), "skb: sink: warning: --copybreak %d: datagrams of %d bytes or more are not copied: a copy must land in a smaller block than the receive buffer's, and the pool has no class between the copy's size and it\n", o.copybreak, d.Copybreak())
 			}
 			if listen.Port() == 0 {
 				listen = d.LocalAddr() // the result names the port the kernel picked (one flow: see above)
