@@ -593,3 +593,24 @@ func TestCopyShortHeadroom(t *testing.T) {
 		c.Free(n)
 	}
 }
+
+// countRecycler counts the pages given back to it.
+type countRecycler struct{ n int }
+
+func (r *countRecycler) RecyclePage(*skb.Page) { r.n++ }
+
+// TestPageMisuseKeepsCount checks that a Put or Get on a page with no
+// reference panics with the page and leaves its count at 0, so that code
+// that recovers finds it as it was, and the page is recycled once.
+func TestPageMisuseKeepsCount(t *testing.T) {
+	var p skb.Page
+	rec := &countRecycler{}
+	p.InitPage(make([]byte, 64), 0x1000, rec)
+	p.ResetRefs()
+	p.Put() // the last reference: recycled
+	mustPanic(t, p.Put, "put on free page 0x1000 (refs 0)")
+	mustPanic(t, p.Get, "get on free page 0x1000")
+	if p.Refs() != 0 || rec.n != 1 {
+		t.Errorf("refs %d, recycled %d times; want 0 and once", p.Refs(), rec.n)
+	}
+}

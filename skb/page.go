@@ -62,21 +62,25 @@ func (p *Page) Addr() uint64 { return p.addr }
 // Refs returns the current reference count.
 func (p *Page) Refs() int { return int(p.refs.Load()) }
 
-// Get takes one more reference on p (get_page). It panics if p holds none.
+// Get takes one more reference on p (get_page). It panics if p holds none,
+// leaving the count as it was.
 func (p *Page) Get() {
 	if p.refs.Add(1) <= 1 {
+		p.refs.Add(-1)
 		panic(fmt.Sprintf("skb: get on free page %#x", p.addr))
 	}
 }
 
 // Put drops one reference (put_page). When it was the last, p goes back to its
-// recycler and must not be used again. It panics on a page with no reference.
+// recycler and must not be used again. It panics on a page with no reference,
+// leaving the count as it was.
 func (p *Page) Put() {
 	switch r := p.refs.Add(-1); {
 	case r == 0:
 		p.home.RecyclePage(p)
 	case r < 0:
-		panic(fmt.Sprintf("skb: put on free page %#x (refs %d)", p.addr, r))
+		p.refs.Add(1)
+		panic(fmt.Sprintf("skb: put on free page %#x (refs %d)", p.addr, r+1))
 	}
 }
 
