@@ -381,7 +381,9 @@ func (c *Cache) drain(i int) {
 // fragment (page_frag_alloc), taking a new page when the current one is full;
 // offsets are aligned to 64 bytes. It returns the page and the offset of the
 // fragment in it; the caller owns one reference on the page and passes it to
-// skb's AddRxFrag or drops it with Put. A size of 0 gives an empty fragment.
+// skb's AddRxFrag or drops it with Put. A size of 0 gives an empty fragment
+// (of the current page, or of a new one when the cache holds none, which a
+// bounded pool may refuse with ErrExhausted).
 // It returns ErrTooBig when size exceeds the page size and ErrExhausted when
 // pages are bounded and none is free. It panics on a negative size and on a
 // closed cache, as Alloc does. The cache holds a reference of its own on the
