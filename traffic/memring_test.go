@@ -515,7 +515,8 @@ func TestSinkLastInterval(t *testing.T) {
 		}
 		last := ivs[len(ivs)-1]
 		switch {
-		case tc.n == 0 && (len(ivs) != 3 || last.Elapsed < cfg.Duration):
+		case tc.n == 0 && (len(ivs) < 2 || len(ivs) > 3 || last.Elapsed < cfg.Duration):
+			// (2 when a loaded machine held a tick back past the next.)
 			t.Errorf("%s: %d intervals, the last ending at %v; want 3, the last at %v or later", tc.name, len(ivs), last.Elapsed, cfg.Duration)
 		case tc.n != 0 && (len(ivs) != 1 || last.Elapsed >= cfg.Interval || last.Packets != tc.n):
 			t.Errorf("%s: intervals %+v; want one part interval of %d packets", tc.name, ivs, tc.n)
@@ -652,9 +653,9 @@ func TestPingPongLateReply(t *testing.T) {
 		el := time.Since(t0)
 		stop()
 		if timeout < delay {
-			// Each request waits its Timeout, then the server's sleep
-			// holds the next one's Xmit up to delay more.
-			if !errors.Is(err, ErrNoReply) || r.Iters != 0 || r.Lost != NoReplyTries || len(ivs) != 0 || el > NoReplyTries*(delay+timeout)+100*time.Millisecond {
+			// Each request waits its Timeout: a few ms in all, bounded
+			// loosely for a loaded machine.
+			if !errors.Is(err, ErrNoReply) || r.Iters != 0 || r.Lost != NoReplyTries || len(ivs) != 0 || el > 2*time.Second {
 				t.Errorf("timeout %v: %+v, %v after %v, %d intervals; want ErrNoReply, %d lost, no round trip", timeout, r, err, el, len(ivs), NoReplyTries)
 			}
 			continue
@@ -671,18 +672,20 @@ func TestPingPongLateReply(t *testing.T) {
 }
 
 // TestPingPongLateCounted has a server that answers its first request
-// 60 ms late and the others at once, with a Timeout of 40 ms: the first
+// 300 ms late and the others at once, with a Timeout of 200 ms: the first
 // request is lost and its reply, which comes while the second is
 // awaited, counts as late (and stray); the other four are round trips.
 func TestPingPongLateCounted(t *testing.T) {
 	a, b := pair(t, memring.Config{})
 	stop := answer(b, func(n int, _ *skb.Buff) bool {
 		if n == 1 {
-			time.Sleep(60 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond)
 		}
 		return true
 	})
-	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Warmup: -1, Timeout: 40 * time.Millisecond})
+	// The second request waits 100 ms for its reply, behind the first's:
+	// well within its Timeout on a loaded machine too.
+	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 5, Warmup: -1, Timeout: 200 * time.Millisecond})
 	stop()
 	if err != nil || r.Iters != 4 || r.Lost != 1 || r.Late != 1 || r.Stray != 1 {
 		t.Errorf("%+v, %v; want 4 round trips, 1 lost and late, 1 stray", r, err)
