@@ -76,8 +76,10 @@ answers each datagram with an ICMP port unreachable. The kernel then fails
 a later send on the connected socket with ECONNREFUSED, counted in errors:
 every other datagram at --burst 1, far fewer within batches, where the
 kernel reports the refusal only to a batch's first message and sends the
-rest one per call. pktgen then prints its result and exits 1 with one error
-line saying the destination refused the datagrams. With several flows the
+rest one per call; a refusal of the last datagrams, which no later send
+reports, pktgen reads from the socket at the end (SO_ERROR). pktgen then
+prints its result and exits 1 with one error line saying the destination
+refused the datagrams. With several flows the
 unconnected socket cannot report it at all. Either way pktgen counts the
 ICMP destination-unreachable messages the kernel receives during the run
 (in this network namespace, from any program in it; one per datagram over
@@ -396,6 +398,13 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	// line. The namespace's ICMP counter (several flows, no connected
 	// socket to tell) counts other programs' messages too: a warning.
 	refused := runErr == nil && r.Packets > 0 && errors.Is(r.FirstErr, syscall.ECONNREFUSED)
+	// A refusal of the last datagrams, which no later send reported,
+	// waits in the connected socket (-n 1 to a closed port).
+	late := false
+	if ud, ok := dev.(*udp.Device); ok && o.flows == 1 && runErr == nil && r.Packets > 0 && !refused {
+		late = errors.Is(ud.PendingError(), syscall.ECONNREFUSED)
+		refused = late
+	}
 	if runErr == nil && r.Packets > 0 && r.FirstErr != nil && !refused {
 		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d packets not sent; the first error: %v\n", r.Errors, r.FirstErr)
 	}
@@ -407,6 +416,10 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	if refused {
 		refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable; %d of %d sends failed, the first with %v): does a sink listen there, for the whole run? The result above is what was sent",
 			dst, r.Errors, r.Packets+r.Errors, syscall.ECONNREFUSED)
+		if late {
+			refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable for the last sent, which no later send reported: the socket's pending %v): does a sink listen there, for the whole run? The result above is what was sent",
+				dst, syscall.ECONNREFUSED)
+		}
 		if sc.signal() != 0 {
 			// The signal is the run's end, said last: the refusal
 			// is a warning before it.

@@ -1088,6 +1088,13 @@ func TestPktgenUnreachable(t *testing.T) {
 		if code != 1 || !strings.HasPrefix(errOut, want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("pktgen to no sink: exit %d, stderr %q; want exit 1 and one line %q", code, errOut, want)
 		}
+		// One datagram: its refusal, which no later send reports, waits
+		// in the socket (on loopback at once), and pktgen reads it there.
+		out, errOut, code = skb(t, "pktgen", "--json", "--dst", addr, "-n", "1")
+		want = fmt.Sprintf("skb: pktgen: %s refused the datagrams (ICMP port unreachable for the last sent, which no later send reported", addr)
+		if _, gr = ndjson(t, out); code != 1 || num(gr, "packets") != 1 || num(gr, "errors") != 0 || !strings.HasPrefix(errOut, want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("pktgen -n 1 to no sink: exit %d, %v, stderr %q; want exit 1, 1 packet sent, 0 errors and one line %q", code, gr, errOut, want)
+		}
 		return nil
 	})
 }

@@ -122,21 +122,22 @@ var (
 	errXmitTooBig6 = fmt.Errorf("udp: xmit: datagram longer than %d bytes, the most IPv6 carries: %w", MaxDatagram6, netdev.ErrTooBig)
 	// As errors (interfaces) already: returned, an opError would be
 	// copied to the heap on every drop.
-	errXmitNoDst    error = opError{"xmit", ErrNoDestination}
-	errXmitFamily   error = opError{"xmit", errDstFamily}
-	errXmitV6Only   error = opError{"xmit", errDstV6Only}
-	errXmitV4Peer   error = opError{"xmit", errDstV4Peer}
-	errXmitPort0    error = opError{"xmit", errDstPort0}
-	errXmitUnspec   error = opError{"xmit", errDstUnspec}
-	errXmitSrc      error = opError{"xmit", ErrSource}
-	errXmitGSO            = fmt.Errorf("udp: xmit: GSO type other than UDP_L4 (a UDP socket segments UDP datagrams only): %w", errors.ErrUnsupported)
-	errXmitClosed         = fmt.Errorf("udp: xmit: %w", ErrClosed)
-	errPollClosed         = fmt.Errorf("udp: poll: %w", ErrClosed)
-	errFlushClosed        = fmt.Errorf("udp: flush: %w", ErrClosed)
-	errCloseClosed        = fmt.Errorf("udp: close: %w", ErrClosed)
-	errSetDstClosed       = fmt.Errorf("udp: set destination: %w", ErrClosed)
-	errWaitClosed         = fmt.Errorf("udp: wait: %w", ErrClosed)
-	errSendClosed         = fmt.Errorf("udp: sendmmsg: %w", ErrClosed)
+	errXmitNoDst     error = opError{"xmit", ErrNoDestination}
+	errXmitFamily    error = opError{"xmit", errDstFamily}
+	errXmitV6Only    error = opError{"xmit", errDstV6Only}
+	errXmitV4Peer    error = opError{"xmit", errDstV4Peer}
+	errXmitPort0     error = opError{"xmit", errDstPort0}
+	errXmitUnspec    error = opError{"xmit", errDstUnspec}
+	errXmitSrc       error = opError{"xmit", ErrSource}
+	errXmitGSO             = fmt.Errorf("udp: xmit: GSO type other than UDP_L4 (a UDP socket segments UDP datagrams only): %w", errors.ErrUnsupported)
+	errXmitClosed          = fmt.Errorf("udp: xmit: %w", ErrClosed)
+	errPollClosed          = fmt.Errorf("udp: poll: %w", ErrClosed)
+	errFlushClosed         = fmt.Errorf("udp: flush: %w", ErrClosed)
+	errCloseClosed         = fmt.Errorf("udp: close: %w", ErrClosed)
+	errSetDstClosed        = fmt.Errorf("udp: set destination: %w", ErrClosed)
+	errWaitClosed          = fmt.Errorf("udp: wait: %w", ErrClosed)
+	errPendingClosed       = fmt.Errorf("udp: pending error: %w", ErrClosed)
+	errSendClosed          = fmt.Errorf("udp: sendmmsg: %w", ErrClosed)
 )
 
 // Why an address is no destination (badDst).

@@ -575,6 +575,29 @@ func (d *Device) readDrops() uint64 {
 	}
 }
 
+// PendingError returns and clears the socket's pending error
+// (getsockopt(2) SO_ERROR, socket(7)), which the next send would otherwise
+// report: on a connected device, ECONNREFUSED (as a syscall.Errno, matched
+// with errors.Is) when an ICMP port unreachable came back for a datagram
+// sent after the last send that reported one, such as the last datagram
+// of a run. It returns nil when none is pending, ErrClosed after Close,
+// and the getsockopt error prefixed "udp: getsockopt SO_ERROR: ". It
+// allocates nothing.
+func (d *Device) PendingError() error {
+	if !d.enter() {
+		return errPendingClosed
+	}
+	defer d.exit()
+	e, err := unix.GetsockoptInt(d.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	switch {
+	case err != nil:
+		return fmt.Errorf("udp: getsockopt SO_ERROR: %w", err)
+	case e != 0:
+		return unix.Errno(e)
+	}
+	return nil
+}
+
 // LocalAddr returns the address the socket is bound to (getsockname(2) at
 // Open; an IPv4-mapped address is given as IPv4).
 func (d *Device) LocalAddr() netip.AddrPort { return d.local }

@@ -1139,6 +1139,23 @@ func TestErrors(t *testing.T) {
 		if !errors.Is(last, unix.ECONNREFUSED) || !strings.HasPrefix(last.Error(), "udp: sendmmsg: ") {
 			return fmt.Errorf("send to a closed port: %v", last)
 		}
+		// The refusal of the last datagram, which no later send
+		// reports, is the socket's pending error: read once.
+		if err := d.Xmit(fill(t, d, 0, 10), false); err != nil {
+			return fmt.Errorf("the send after the refusal: %v", err)
+		}
+		var pend error
+		for i := 0; i < 100 && pend == nil; i++ {
+			time.Sleep(time.Millisecond)
+			pend = d.PendingError()
+		}
+		if !errors.Is(pend, unix.ECONNREFUSED) || d.PendingError() != nil {
+			return fmt.Errorf("pending error after the last send to a closed port: %v, then %v; want ECONNREFUSED once", pend, d.PendingError())
+		}
+		d.Close()
+		if err := d.PendingError(); !errors.Is(err, ErrClosed) {
+			return fmt.Errorf("PendingError after Close: %v", err)
+		}
 		return nil
 	})
 

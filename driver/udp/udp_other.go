@@ -61,6 +61,9 @@ func (d *Device) SetDst(dst netip.AddrPort) error { return errUnsupported }
 // Flush fails: see Open.
 func (d *Device) Flush() error { return errUnsupported }
 
+// PendingError fails: see Open.
+func (d *Device) PendingError() error { return errUnsupported }
+
 // TxAvail returns 0.
 func (d *Device) TxAvail() int { return 0 }
 
