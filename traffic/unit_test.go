@@ -3,9 +3,11 @@ package traffic
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -639,4 +641,39 @@ func BenchmarkCounterManyRuns(b *testing.B) {
 	if t := c.Totals(); b.N >= 70*20 && t.Flows != 65 {
 		b.Fatalf("%+v: want 65 flows", t)
 	}
+}
+
+// FuzzParseIMIX checks that ParseIMIX never panics, that what it accepts
+// is a valid mix (sizes from StampLen, weights from 1, the weights within
+// maxScheduleLen), and that the mix written back as SIZE:WEIGHT pairs
+// parses to the same.
+func FuzzParseIMIX(f *testing.F) {
+	for _, s := range []string{"imix", "64:7,576:4,1472:1", " 64 : 3 , 128 ", "100", "", "64:", "x:1", "64:70000", "Default"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		mix, err := ParseIMIX(s)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("ParseIMIX(%q): %v, not ErrConfig", s, err)
+			}
+			return
+		}
+		var parts []string
+		total := 0
+		for _, e := range mix {
+			if e.Size < StampLen || e.Weight < 1 {
+				t.Fatalf("ParseIMIX(%q) = %v: entry %v", s, mix, e)
+			}
+			total += e.Weight
+			parts = append(parts, fmt.Sprintf("%d:%d", e.Size, e.Weight))
+		}
+		if total > maxScheduleLen || len(mix) == 0 {
+			t.Fatalf("ParseIMIX(%q) = %v: %d entries, weights %d", s, mix, len(mix), total)
+		}
+		again, err := ParseIMIX(strings.Join(parts, ","))
+		if err != nil || !slices.Equal(again, mix) {
+			t.Fatalf("ParseIMIX(%q) = %v; written back, %v, %v", s, mix, again, err)
+		}
+	})
 }
