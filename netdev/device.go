@@ -190,11 +190,10 @@ func (c Config) BatchSize() int {
 // linear and shorter than threshold bytes, it copies b's data into a
 // right-sized buffer from c with at least headroom bytes of headroom (one in
 // a smaller block than b's: with so much headroom that none is smaller, it
-// copies nothing), copies
-// b's metadata and header offsets (skb.Buff.CopyHeader) with the bytes of
-// headers already pulled, as far as the copy's headroom reaches (an offset
-// further back is unset, as is CHECKSUM_PARTIAL whose csum_start is), and
-// returns it,
+// copies nothing), copies b's metadata and header offsets
+// (skb.Buff.CopyHeader) with the bytes of headers already pulled, as far as
+// the copy's headroom reaches (an offset further back is unset, as is
+// CHECKSUM_PARTIAL whose csum_start is), and returns it,
 // leaving b for the driver to repost; otherwise, or when no small buffer is
 // available, it returns nil and b is unchanged. Copybreak does not take
 // ownership of b; the caller owns the returned buffer and must Free it or pass

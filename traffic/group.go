@@ -393,20 +393,26 @@ func (r *runner) final(end time.Duration) {
 		r.tick(end)
 		return
 	}
+	if r.grp == nil {
+		if iv := r.sinks[0].interval(end); !iv.quiet() {
+			r.cfg.OnInterval(iv)
+		}
+		return
+	}
 	var sum SinkInterval
 	for _, s := range r.sinks {
 		sum.add(s.interval(end))
 	}
-	if sum.Packets == 0 && sum.Lost == 0 && sum.Reordered == 0 && sum.KernelDrops == 0 {
-		return
-	}
-	if r.grp == nil {
-		sum.PPS, sum.Mbps = rates(sum.Packets, sum.Bytes, sum.Seconds)
-		_, sum.FrameMbps = rates(sum.Packets, sum.FrameBytes, sum.Seconds)
-		r.cfg.OnInterval(sum)
+	if sum.quiet() {
 		return
 	}
 	r.grp.merge.addPart(r.id, int64((end-r.start)/r.every), sum, func() time.Duration { return r.clk.now() - r.start })
+}
+
+// quiet reports whether iv counted nothing: no packet, loss, reordering
+// or kernel drop.
+func (iv *SinkInterval) quiet() bool {
+	return iv.Packets == 0 && iv.Lost == 0 && iv.Reordered == 0 && iv.KernelDrops == 0
 }
 
 // add adds the counts of o to iv and keeps the later Elapsed; the rates

@@ -414,12 +414,11 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	}
 	var refusal string
 	if refused {
-		refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable; %d of %d sends failed, the first with %v): does a sink listen there, for the whole run? The result above is what was sent",
-			dst, r.Errors, r.Packets+r.Errors, syscall.ECONNREFUSED)
+		how := fmt.Sprintf("; %d of %d sends failed, the first with %v", r.Errors, r.Packets+r.Errors, syscall.ECONNREFUSED)
 		if late {
-			refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable for the last sent, which no later send reported: the socket's pending %v): does a sink listen there, for the whole run? The result above is what was sent",
-				dst, syscall.ECONNREFUSED)
+			how = fmt.Sprintf(" for the last sent, which no later send reported: the socket's pending %v", syscall.ECONNREFUSED)
 		}
+		refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable%s): does a sink listen there, for the whole run? The result above is what was sent", dst, how)
 		if sc.signal() != 0 {
 			// The signal is the run's end, said last: the refusal
 			// is a warning before it.
