@@ -381,7 +381,10 @@ func (b *Buff) Data() []byte {
 
 // Head returns the whole data block, from head to end, for code that lays out
 // headroom itself (drivers receiving into a block). The returned slice aliases
-// b and is valid until b is changed, unshared or freed.
+// b and is valid until b is changed, unshared or freed. While b is Cloned the
+// block is shared, and its bytes outside b's data may be other buffers'
+// data (a clone of one segment of a GRO train has the segments before it as
+// its headroom): it must not be written then, before CowHead or Unshare.
 func (b *Buff) Head() []byte {
 	b.checkLive()
 	return b.head

@@ -614,3 +614,75 @@ func TestPageMisuseKeepsCount(t *testing.T) {
 		t.Errorf("refs %d, recycled %d times; want 0 and once", p.Refs(), rec.n)
 	}
 }
+
+// TestCowHeadCompact checks CowHead on buffers whose head is much larger
+// than their data: a clone of one segment of a 64 KiB train (a GRO
+// receive's), and a buffer of the largest class with short headroom. Each
+// gets the headroom asked for in a block of its data's size, its bytes and
+// the header pulled in front of them kept, and the train's other segments
+// untouched.
+func TestCowHeadCompact(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	const seg, segs = 1000, 46
+	train, err := c.Alloc(seg * segs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free(train)
+	p := train.Put(seg * segs)
+	for i := range p {
+		p[i] = byte(i / seg)
+	}
+	for _, i := range []int{0, 1, 17, segs - 1} {
+		s, err := train.Clone(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Pull(i * seg)
+		s.Trim(seg)
+		s.ResetMacHeader()
+		s.Pull(14)
+		if err := s.CowHead(c, 8); err != nil {
+			t.Fatalf("segment %d: %v", i, err)
+		}
+		if s.Cloned() || s.End() > pool.FrameSize || s.Headroom() < 14 || s.Len() != seg-14 {
+			t.Errorf("segment %d: cloned %v, end %d, headroom %d, len %d; want a private 2 KiB block", i, s.Cloned(), s.End(), s.Headroom(), s.Len())
+		}
+		if !s.MacHeaderWasSet() || s.MacOffset() != -14 || s.MacHeader()[0] != byte(i) {
+			t.Errorf("segment %d: mac header set %v at %d", i, s.MacHeaderWasSet(), s.MacOffset())
+		}
+		copy(s.Push(22), "XXXXXXXXXXXXXXXXXXXXXX")
+		for j, v := range s.Data()[22:] {
+			if v != byte(i) {
+				t.Fatalf("segment %d: byte %d is %d", i, j, v)
+			}
+		}
+		c.Free(s)
+	}
+	for j, v := range train.Data() {
+		if v != byte(j/seg) {
+			t.Fatalf("train byte %d is %d after the segments' CowHead", j, v)
+		}
+	}
+
+	// The largest class, 4 bytes of headroom: the kernel's way would need
+	// a block 64 bytes larger than any.
+	b, err := c.Alloc(pool.LargeSize - skb.DefaultHeadroom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Free(b) }()
+	b.Reserve(b.Tailroom() - 4)
+	b.Push(b.Headroom() - 4)
+	b.Trim(0)
+	copy(b.Put(5), "hello")
+	if err := b.CowHead(c, 8); err != nil {
+		t.Fatalf("cow head 8 on a %d-byte block with headroom %d: %v", b.End(), b.Headroom(), err)
+	}
+	if b.Headroom() < 8 || string(b.Data()) != "hello" || b.End() > pool.SmallSize {
+		t.Errorf("headroom %d, data %q, end %d", b.Headroom(), b.Data(), b.End())
+	}
+	if err := b.CowHead(c, pool.LargeSize); !errors.Is(err, skb.ErrTooBig) {
+		t.Errorf("cow head %d: %v, want ErrTooBig", pool.LargeSize, err)
+	}
+}

@@ -1,6 +1,7 @@
 package skb
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -239,12 +240,22 @@ func (b *Buff) dropData(a Allocator) {
 }
 
 // CowHead makes b's linear data private and gives it at least headroom bytes
-// of headroom, reallocating the head (with the extra rounded up to 64 bytes)
-// only when the data is shared or the headroom is short (skb_cow_head). The
-// page frags stay shared. It returns the allocator's error, or ErrTooBig when
-// no block can hold the headroom asked for (however large); on error b is
-// unchanged and still the caller's. CowHead does not take ownership of b. It
-// panics on a negative headroom.
+// of headroom, reallocating the head only when the data is shared or the
+// headroom is short (skb_cow_head). It reallocates as ExpandHead does, with
+// the extra rounded up to 64 bytes (the page frags stay shared), except for a
+// linear buffer that is shared (Cloned) or whose block cannot grow by the
+// extra: that one is copied as CopyExpand copies, into the smallest block
+// holding its data behind max(headroom, 128 bytes or its headroom if less,
+// the bytes of headers pulled in front of its data), the rest of that block
+// its tailroom. So a clone of a received GRO train, whose head is the whole
+// 68 KiB train with the segments before it as its headroom, costs a copy of
+// its own bytes, not of the train, and a buffer of the largest class with
+// short headroom can still get more (the kernel's skb_cow_head would copy
+// the whole head into a larger one). Header offsets and csum_start move with
+// the data. It returns the allocator's error, or ErrTooBig when no block can
+// hold the headroom asked for and the data; on error b is unchanged and still
+// the caller's. CowHead does not take ownership of b. It panics on a negative
+// headroom.
 func (b *Buff) CowHead(a Allocator, headroom int) error {
 	b.checkLive()
 	if headroom < 0 {
@@ -257,10 +268,39 @@ func (b *Buff) CowHead(a Allocator, headroom int) error {
 		}
 		delta = (headroom - int(b.data) + netSKBPad - 1) &^ (netSKBPad - 1)
 	}
-	if delta > 0 || b.Cloned() {
+	cloned := b.Cloned()
+	if delta == 0 && !cloned {
+		return nil
+	}
+	if b.IsNonlinear() {
 		return b.ExpandHead(a, delta, 0)
 	}
-	return nil
+	if !cloned {
+		if _, ok := blockSize(delta, int(b.end), 0); ok {
+			if err := b.ExpandHead(a, delta, 0); !errors.Is(err, ErrTooBig) {
+				return err
+			}
+		}
+	}
+	return b.relinearize(a, b.cowHeadroom(headroom), 0)
+}
+
+// cowHeadroom is the headroom CowHead's copy of b's linear data gets: at
+// least headroom bytes, and b's headroom up to DefaultHeadroom bytes, and
+// the bytes in front of the data that set header offsets (and csum_start)
+// point at, which relinearize copies with it.
+func (b *Buff) cowHeadroom(headroom int) int {
+	hr := max(headroom, min(int(b.data), DefaultHeadroom))
+	lowest := int(b.data)
+	for _, h := range [...]uint32{b.m.macHeader, b.m.netHeader, b.m.transHeader} {
+		if h != 0 {
+			lowest = min(lowest, int(h))
+		}
+	}
+	if b.m.ipSummed == ChecksumPartial {
+		lowest = min(lowest, int(b.m.csumStart))
+	}
+	return max(hr, int(b.data)-lowest)
 }
 
 // ExpandHead moves b to a new private data block nhead bytes longer at the

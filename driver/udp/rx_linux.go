@@ -96,8 +96,10 @@ var (
 // smaller, as with a RecvSize of 64, since it would save no memory); a GRO
 // train is split into one buffer per datagram (copies for segments shorter
 // than the copybreak threshold, clones sharing the train's buffer
-// otherwise). A datagram longer than the receive buffer is dropped
-// (rx_truncated). During h, Src gives the datagram's source.
+// otherwise). A datagram longer than the receive buffer (1920 bytes by
+// default, 64 KiB trains with GRO: see Config.RecvSize, which a tunnel or
+// relay sets to MaxDatagram4 or MaxDatagram6 to take every datagram) is
+// dropped (rx_truncated). During h, Src gives the datagram's source.
 //
 // Poll returns as soon as a receive call got fewer datagrams than it asked
 // for, since the socket's queue is then empty: datagrams that Wait received
@@ -113,16 +115,20 @@ var (
 // 7.27 µs, the C reference 6.62 µs).
 //
 // A clone shares the train's 68 KiB buffer: its headroom holds the
-// segments before it, and it must not be written before Unshare or CowHead
-// (a tunnel that pushes a header on every datagram runs with a copybreak
-// threshold above its datagram size instead). Buffers handed over are
-// linear.
+// segments before it, and it must not be written before CowHead, which
+// copies the datagram alone, behind the headroom asked for, into a block of
+// its size (Unshare would copy the whole 68 KiB block, as skb_unshare
+// does). Buffers handed over are linear.
 //
 // The handler owns each buffer it is given. Poll returns how many it handed
 // over, ErrClosed after Close (also with the count of those handed over
 // when the handler, or another goroutine, closed the device during Poll),
-// or the receive call's error prefixed "udp: poll: " (ECONNREFUSED reports
-// an ICMP port unreachable for an earlier datagram of a connected device).
+// an error wrapping pool.ErrExhausted ("udp: poll: no receive buffer") when
+// the pool had no buffer to post for a receive (a bounded pool whose blocks
+// are all held: the datagrams wait in the socket, and what overflows it
+// the kernel drops and counts in rx_dropped_kernel), or the receive call's
+// error prefixed "udp: poll: " (ECONNREFUSED reports an ICMP port
+// unreachable for an earlier datagram of a connected device).
 // It allocates nothing.
 func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if h == nil {
@@ -587,8 +593,9 @@ func (d *Device) DstAddr() netip.Addr {
 // Wait blocks until Poll would find a datagram, or timeout passes (a
 // negative timeout waits without limit, zero only looks). It returns nil
 // when there is something to receive, netdev.ErrTimeout, ErrClosed once the
-// device is closed (Close wakes a waiting Wait), or the receive call's error
-// prefixed "udp: wait: ". A timeout is kept to within the thread's timer
+// device is closed (Close wakes a waiting Wait), an error wrapping
+// pool.ErrExhausted at once when the pool has no buffer to receive into (as
+// Poll's), or the receive call's error prefixed "udp: wait: ". A timeout is kept to within the thread's timer
 // slack (50 µs by default) and the scheduler's latency, not rounded to the
 // kernel's tick (1-10 ms): a Wait of 1 ms returns after about 1 ms. One
 // exception, the kernel's: datagrams with a bad UDP checksum arriving more
