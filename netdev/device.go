@@ -47,8 +47,11 @@ type Device interface {
 	// receive buffer, no buffer free) are dropped and counted, never handed
 	// over; a link-layer device hands over frames whose headers it cannot
 	// parse (a capture tool wants them) and counts them, as its driver
-	// documents. It returns ErrClosed after Close, or the wrapped error of the
-	// receive system call. When the device is closed while Poll runs (by h,
+	// documents. A device whose packets wait in a kernel queue until it
+	// posts a buffer (a socket) may instead leave them there and return an
+	// error wrapping pool.ErrExhausted, as its driver documents. It returns
+	// ErrClosed after Close, or the wrapped error of the receive system
+	// call. When the device is closed while Poll runs (by h,
 	// or by another goroutine), Poll hands nothing more over and returns
 	// ErrClosed with the count it handed over.
 	Poll(budget int, h Handler) (int, error)

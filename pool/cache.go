@@ -359,7 +359,7 @@ func (c *Cache) refill(i int) error {
 	c.checkOpen()
 	cc := &c.cls[i]
 	var err error
-	cc.free, err = c.p.take(c.p.classes[i], cc.free, c.size/2)
+	cc.free, err = c.p.take(c.p.classes[i], cc.free, max(1, cap(cc.free)/2))
 	if err == nil {
 		// A miss is an allocation that refilled first; one the pool
 		// refused is no allocation (it counts in Exhausted).

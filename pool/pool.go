@@ -21,7 +21,9 @@ type Class struct {
 	Size int
 	// Max bounds the number of blocks; 0 lets the class grow arena by arena
 	// without bound. A bounded class returns ErrExhausted when all its blocks
-	// are in use or sitting in caches.
+	// are in use or sitting in caches; each Cache keeps at most Max/8 of
+	// them free (1 at least, CacheSize at most) and hands the rest back to
+	// the depot, where the other caches find them.
 	Max int
 	// ArenaBlocks is how many blocks each arena holds; 0 picks enough for
 	// about 256 KiB for the class's first arena and about 2 MiB for the
@@ -83,7 +85,8 @@ type Config struct {
 	PageSize int
 	MaxPages int
 	// CacheSize is the per-class capacity of each Cache, 2 to MaxCacheSize; 0
-	// means DefaultCacheSize. Bulk moves to and from the depot are half of it.
+	// means DefaultCacheSize (less for a bounded class, see Class.Max). Bulk
+	// moves to and from the depot are half of it.
 	CacheSize int
 	// Populate pre-faults arena memory at mapping time (MAP_POPULATE).
 	Populate bool
@@ -497,6 +500,20 @@ func (p *Pool) RecycleBuff(b *skb.Buff) {
 	p.hdrs.give([]*skb.Buff{b})
 }
 
+// cacheCap is how many free blocks of a class a Cache holds: size
+// (Config.CacheSize), or for a class bounded to bound blocks an eighth of
+// them (1 at least), so that caches that only free blocks of a bounded
+// class (a transmitting device's, freeing what it sent) hand them back to
+// the depot while others still can allocate: one holding all of the
+// class's blocks, short of its size, would starve the caches that allocate
+// (a receiving device's) for good.
+func cacheCap(size, bound int) int {
+	if bound > 0 {
+		return min(size, max(1, bound/8))
+	}
+	return size
+}
+
 // NewCache returns a cache for one goroutine. Close it when the goroutine is
 // done, to hand its buffers back to the depots. It panics on a closed pool.
 func (p *Pool) NewCache() *Cache {
@@ -506,7 +523,7 @@ func (p *Pool) NewCache() *Cache {
 	c := &Cache{p: p, size: p.cfg.CacheSize, headroom: p.headroom, debug: p.dbg != nil}
 	c.ncls = len(p.classes)
 	for i := range c.ncls {
-		c.cls[i].free = make([]*skb.Buff, 0, c.size)
+		c.cls[i].free = make([]*skb.Buff, 0, cacheCap(c.size, p.classes[i].cfg.Max))
 		c.cls[i].blockSize = p.classes[i].cfg.Size
 	}
 	c.hdrs = make([]*skb.Buff, 0, c.size)

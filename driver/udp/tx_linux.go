@@ -225,8 +225,9 @@ func (e opError) Unwrap() error { return e.err }
 // On a connected device an ICMP error for an earlier datagram (a port
 // unreachable: nobody listens at Remote) is the socket's pending error,
 // which the kernel reports on the next send (ECONNREFUSED, "udp: sendmmsg:
-// connection refused") instead of sending that call's first datagram: it
-// is dropped and counted in tx_dropped_error, and the next doorbell sends
+// connection refused") instead of sending that call's first message: its
+// datagrams (one, or with GSO up to 64 sent as one UDP_SEGMENT message) are
+// dropped and counted in tx_dropped_error, and the next doorbell sends
 // again.
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	if b == nil || !b.IsLive() {
