@@ -14,6 +14,8 @@ import (
 // device's (a forwarder), or the polled device's own (an echo server,
 // traffic.Echo), which a driver must allow: it may not hold a lock across
 // the handler that its Xmit or Flush takes (netdevtest's "xmit in poll").
+// A handler must not call Poll of the device it was called from (drivers
+// panic then, see NestedPoll); it may Close it.
 type Handler func(b *skb.Buff)
 
 // Device is one queue of a network device, a socket or a simulated NIC, as a
@@ -78,7 +80,11 @@ type Device interface {
 	Cache() *pool.Cache
 
 	// Stats returns a snapshot of the device's counters. Safe for concurrent
-	// use, also after Close; figures are as of the last completed batch.
+	// use, also after Close. Each figure is as of the last completed batch;
+	// read while the owner runs, the figures are not taken at one instant
+	// (each is read on its own, without a lock on the datapath), so
+	// tx_bytes may already count a batch that tx_packets does not yet: read
+	// them after the owner stops for figures that agree.
 	Stats() Stats
 
 	// Close stops the device, sends or drops (and counts, once each) the

@@ -97,3 +97,15 @@ func BadXmit(driver string, b *skb.Buff) {
 	}
 	panic(fmt.Sprintf("%s: Xmit of a freed *skb.Buff %p (the caller gave up ownership when it freed it, or when it passed it to Xmit before)", driver, b))
 }
+
+// NestedPoll panics with the message for driver's Poll called while a Poll
+// of the same device runs: from its own handler, or from a second
+// goroutine. Poll walks a receive ring or batch whose position the inner
+// call would move under the outer one (it would hand packets over twice,
+// skip them, or use a buffer it freed), so the caller's bug is caught at
+// the inner call's entry. A driver that counts its Polls in progress calls
+// it when the count it entered with is not 1, after undoing its entry. It
+// never returns.
+func NestedPoll(driver string) {
+	panic(driver + ": Poll called while a Poll of the same device runs (from its handler, or from another goroutine): a device has one owner goroutine, and a handler must not poll the device it was called from")
+}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/internal/life"
 	"github.com/skbdev/skb/internal/mmsg"
 	"github.com/skbdev/skb/internal/ring"
 	"github.com/skbdev/skb/internal/thread"
@@ -105,6 +106,7 @@ type Device struct {
 	// rings, unless Poll runs, whose return then releases them. Nested
 	// calls (Xmit from Poll's handler) count twice.
 	state    atomic.Int32
+	readers  life.Readers // Stats reading the kernel's ring counters
 	closeMu  sync.Mutex
 	closed   bool // under closeMu
 	down     sync.Once
@@ -477,8 +479,8 @@ func (d *Device) FanoutGroup() uint16 { return d.group }
 // (netdev.Device). Use it from the device's goroutine only.
 func (d *Device) Cache() *pool.Cache { return d.cache }
 
-// enter registers a call of the owner goroutine (or of Stats); it reports
-// false once Close began.
+// enter registers a call of the owner goroutine; it reports false once
+// Close began.
 func (d *Device) enter() bool {
 	if d.state.Add(2)&1 != 0 {
 		d.exit()
@@ -488,22 +490,25 @@ func (d *Device) enter() bool {
 }
 
 // exit ends what enter began; the last one out of a closed device tears it
-// down (once: Close's own wait may also find it empty), so that a Stats
-// from another goroutine that outlasts a Poll closed by its handler does
-// not leave the device up.
+// down (once: Close's own wait may also find it empty). Stats takes no
+// such reference (d.readers): the teardown closes the Cache, which must
+// not happen on another goroutine while the owner may free into it.
 func (d *Device) exit() {
 	if d.state.Add(-2) == 1 {
 		d.teardown()
 	}
 }
 
+// closing reports whether Close has begun.
+func (d *Device) closing() bool { return d.state.Load()&1 != 0 }
+
 // Stats returns a snapshot of the device's counters (netdev.Device). It reads
 // the kernel's ring drop count (PACKET_STATISTICS, rx_dropped_kernel) first.
 // Safe for concurrent use.
 func (d *Device) Stats() netdev.Stats {
-	if d.enter() {
+	if d.readers.Enter(d.closing) {
 		d.kernelStats()
-		d.exit()
+		d.readers.Exit()
 	}
 	s := d.ctr.Snapshot()
 	s.RxDropped[netdev.DropKernel] += d.kdrp.Load()
@@ -595,12 +600,19 @@ const pollMark = 1 << 24
 
 // enterPoll and exitPoll are enter and exit for Poll; the exit that leaves
 // a closed device empty tears it down.
+//
+// A Poll entered while another runs (from its handler) panics, after
+// undoing its entry: see netdev.NestedPoll.
 func (d *Device) enterPoll() bool {
-	if d.state.Add(2+pollMark)&1 != 0 {
-		d.exitPoll()
-		return false
+	s := d.state.Add(2 + pollMark)
+	if s&1 == 0 && s < 2*pollMark {
+		return true
 	}
-	return true
+	d.exitPoll()
+	if s&1 == 0 {
+		netdev.NestedPoll("afpacket")
+	}
+	return false
 }
 
 func (d *Device) exitPoll() {
@@ -613,6 +625,7 @@ func (d *Device) exitPoll() {
 // owner is in progress; later calls return the first's error.
 func (d *Device) teardown() error {
 	d.down.Do(func() {
+		d.readers.Wait()
 		d.kernelStats()
 		// The owner is out and stays out: drop what it queued.
 		for i := range d.txn {

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/skbdev/skb/internal/life"
 	"github.com/skbdev/skb/internal/nap"
 	"github.com/skbdev/skb/internal/thread"
 	"github.com/skbdev/skb/internal/xsk"
@@ -104,10 +105,12 @@ type Device struct {
 
 	ctr netdev.Counters
 
-	// state is 1 once closed, plus 2 per method of the owner (or Stats) in
-	// progress, plus pollMark while Poll runs: the resources are torn down
-	// when it reaches exactly 1.
+	// state is 1 once closed, plus 2 per method of the owner in progress,
+	// plus pollMark while Poll runs: the resources are torn down when it
+	// reaches exactly 1. Stats and XDPStats, from any goroutine, count in
+	// readers instead, which the teardown waits for.
 	state     atomic.Int32
+	readers   life.Readers
 	down      sync.Once
 	downDone  chan struct{}
 	downErr   error
@@ -406,18 +409,31 @@ func (d *Device) exit() {
 
 func (d *Device) closed() bool { return d.state.Load()&1 != 0 }
 
+// sleepSlice is the longest one sleep of WaitSleep lasts: a longer
+// Config.Sleep is slept in slices, between which Wait looks at the rx ring
+// and for Close, which cannot wake a nanosleep(2) and waits up to a second
+// for the owner to leave.
+const sleepSlice = 10 * time.Millisecond
+
 // pollMark is what Poll adds to state beside its reference, so that Close
 // called from the handler (or while the handler runs) does not wait for
 // Poll to return.
 const pollMark = 1 << 24
 
 // enterPoll and exitPoll are enter and exit for Poll.
+//
+// A Poll entered while another runs (from its handler) panics, after
+// undoing its entry: see netdev.NestedPoll.
 func (d *Device) enterPoll() bool {
-	if d.state.Add(2+pollMark)&1 != 0 {
-		d.exitPoll()
-		return false
+	s := d.state.Add(2 + pollMark)
+	if s&1 == 0 && s < 2*pollMark {
+		return true
 	}
-	return true
+	d.exitPoll()
+	if s&1 == 0 {
+		netdev.NestedPoll("afxdp")
+	}
+	return false
 }
 
 func (d *Device) exitPoll() {
@@ -1010,7 +1026,7 @@ func (d *Device) Wait(timeout time.Duration) error {
 			if !ok {
 				return d.timedOut()
 			}
-			nap.Sleep(l)
+			nap.Sleep(min(l, sleepSlice))
 			if i%nap.YieldEvery == nap.YieldEvery-1 {
 				// The raw sleep holds the P: let other goroutines have it
 				// now and then.
@@ -1083,12 +1099,12 @@ func (d *Device) Stats() netdev.Stats {
 // driver's kick counts; after Close, the last values read at Close. Safe for
 // concurrent use. It returns the getsockopt error.
 func (d *Device) XDPStats() (XDPStats, error) {
-	if !d.enter() {
+	if !d.readers.Enter(d.closed) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return d.lastXStat, nil
 	}
-	defer d.exit()
+	defer d.readers.Exit()
 	return d.xdpStats()
 }
 
@@ -1171,6 +1187,7 @@ func (d *Device) teardown() {
 }
 
 func (d *Device) release() error {
+	d.readers.Wait()
 	var errs []error
 	if d.xdp != nil {
 		if err := d.xdp.release(d.queue); err != nil {

@@ -913,12 +913,18 @@ func TestCloseWithBufferHeld(t *testing.T) {
 }
 
 // TestWaitHonoursClose closes the device from another goroutine while Wait
-// blocks, for each policy, and checks Wait's timeout.
+// blocks, for each policy (and WaitSleep with a Sleep of 3 s, which Wait
+// sleeps in slices), and checks Wait's timeout, and that Close returns
+// soon, with the device down.
 func TestWaitHonoursClose(t *testing.T) {
 	l := labtest.New(t, lab.Options{})
-	for _, w := range []WaitPolicy{WaitSleep, WaitSpin, WaitPoll} {
-		t.Run(w.String(), func(t *testing.T) {
-			d := openOn(t, &l.B, Config{Wait: w})
+	for _, c := range []Config{{Wait: WaitSleep}, {Wait: WaitSpin}, {Wait: WaitPoll}, {Wait: WaitSleep, Sleep: 3 * time.Second}} {
+		name := c.Wait.String()
+		if c.Sleep != 0 {
+			name += fmt.Sprintf(",sleep=%v", c.Sleep)
+		}
+		t.Run(name, func(t *testing.T) {
+			d := openOn(t, &l.B, c)
 			start := time.Now()
 			if err := d.Wait(30 * time.Millisecond); !errors.Is(err, netdev.ErrTimeout) {
 				t.Errorf("wait on an idle link: %v, want ErrTimeout", err)
@@ -931,11 +937,14 @@ func TestWaitHonoursClose(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 			var wg sync.WaitGroup
 			wg.Add(1)
+			var took time.Duration
 			go func() {
 				defer wg.Done()
+				t0 := time.Now()
 				if err := d.Close(); err != nil {
 					t.Errorf("close: %v", err)
 				}
+				took = time.Since(t0)
 			}()
 			select {
 			case err := <-done:
@@ -946,6 +955,11 @@ func TestWaitHonoursClose(t *testing.T) {
 				t.Fatalf("Wait still blocked 2s after Close")
 			}
 			wg.Wait()
+			// Close waits up to a second for Wait to leave, then returns
+			// with the device still up.
+			if took > 500*time.Millisecond {
+				t.Errorf("Close took %v with Wait sleeping", took)
+			}
 			if xdpAttached(t, &l.B) {
 				t.Errorf("a program stays attached after Close")
 			}

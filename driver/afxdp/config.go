@@ -195,7 +195,8 @@ type Config struct {
 	RingSize int
 
 	// Wait is Wait's policy and Sleep its sleep for WaitSleep (0 means
-	// DefaultSleep).
+	// DefaultSleep; a Sleep over 10 ms is slept in 10 ms slices, between
+	// which Wait looks at the rx ring and for Close).
 	Wait  WaitPolicy
 	Sleep time.Duration
 

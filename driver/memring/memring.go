@@ -98,6 +98,7 @@ type Device struct {
 	state    atomic.Int32
 	released atomic.Bool
 	done     chan struct{} // closed by Close: wakes Wait
+	polling  bool          // Poll runs (the owner's goroutine): a nested one panics
 
 	peer  *Device
 	rx    *rxRing // filled by the peer's doorbell
@@ -250,6 +251,13 @@ func (d *Device) exit() {
 	}
 }
 
+// exitPoll is exit for Poll, which marks the device as polling while it
+// runs.
+func (d *Device) exitPoll() {
+	d.polling = false
+	d.exit()
+}
+
 // Xmit queues b on the transmit ring and rings the doorbell when more is
 // false (ndo_start_xmit with xmit_more). When Xmit finds the ring full
 // (TxAvail 0) it counts tx_ring_full and rings the doorbell first; memring's
@@ -390,7 +398,8 @@ func spin(dur time.Duration) {
 // no buffer for either, the packet is dropped (rx_dropped_nobuf) and its ring
 // buffer reposted, so that the ring never runs dry. The reposted slots are
 // published once per call. h owns each buffer it is given; it may call Xmit
-// on either device, and Close, but not Poll; once the device is closed Poll
+// on either device, and Close, but not Poll (which panics then, see
+// netdev.NestedPoll); once the device is closed Poll
 // hands nothing more over, and returns an error wrapping netdev.ErrClosed
 // with the count it handed over. Budget 0 or less hands nothing over. Poll
 // returns an error wrapping netdev.ErrClosed after Close, and allocates
@@ -402,7 +411,12 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if !d.enter() {
 		return 0, errPollClosed
 	}
-	defer d.exit()
+	if d.polling {
+		d.exit()
+		netdev.NestedPoll("memring")
+	}
+	d.polling = true
+	defer d.exitPoll()
 	r := d.rx
 	n := 0
 	for n < budget && r.ready() {
@@ -525,7 +539,9 @@ func (d *Device) Stats() netdev.Stats {
 // Cache, so it must not race with the owner using the Cache outside the
 // device's methods (netdev.Device.Cache): stop such an owner first.
 // Closing the second device of a pair closes the pool NewPair made, and
-// returns its error (wrapping pool.ErrLeak when buffers are still held). A
+// returns its error (wrapping pool.ErrLeak when buffers are still held),
+// unless it returned at once because the owner was inside a call: the
+// owner's release closes the pool then, and its error is not reported. A
 // second Close returns an error wrapping netdev.ErrClosed.
 func (d *Device) Close() error {
 	old := d.state.Or(1)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/skbdev/skb/internal/life"
 	"github.com/skbdev/skb/internal/mmsg"
 	"github.com/skbdev/skb/internal/thread"
 	"github.com/skbdev/skb/netdev"
@@ -67,6 +68,7 @@ type Device struct {
 	// them, so that Close knows a handler may be running) and holds the
 	// closed bit. See enter, exit and Close.
 	state   atomic.Int64
+	readers life.Readers // Stats reading the socket's drop count
 	cleaned atomic.Bool
 	done    chan struct{}
 	doneErr error
@@ -426,18 +428,28 @@ func (d *Device) exit() {
 // enterPoll and exitPoll are enter and exit for Poll, which runs the
 // caller's handler: Close called meanwhile (from the handler, or from
 // another goroutine) does not wait for it.
+//
+// A Poll entered while another runs (from its handler) panics, after
+// undoing its entry: see netdev.NestedPoll.
 func (d *Device) enterPoll() bool {
-	if d.state.Add(refOne+pollOne)&closedBit == 0 {
+	if s := d.state.Add(refOne + pollOne); s&closedBit == 0 && s&pollMask == pollOne {
 		return true
 	}
 	d.enterPollFailed()
 	return false
 }
 
-// enterPollFailed undoes a failed enterPoll, out of line as enterFailed.
+// enterPollFailed undoes a failed enterPoll, out of line as enterFailed,
+// and panics for a nested one.
 //
 //go:noinline
-func (d *Device) enterPollFailed() { d.exitPoll() }
+func (d *Device) enterPollFailed() {
+	s := d.state.Load()
+	d.exitPoll()
+	if s&closedBit == 0 && s&pollMask > pollOne {
+		netdev.NestedPoll("udp")
+	}
+}
 
 func (d *Device) exitPoll() {
 	if d.state.Add(-(refOne + pollOne)) == closedBit {
@@ -462,7 +474,8 @@ func (d *Device) closing() bool { return d.state.Load()&closedBit != 0 }
 // goroutine using the Cache outside the device's methods
 // (netdev.Device.Cache): stop such an owner first. A pool the device
 // made reports buffers the caller still holds: Close then returns an error
-// wrapping pool.ErrLeak, and leaves the pool mapped. Buffers still held after
+// wrapping pool.ErrLeak, and leaves the pool mapped (a Close that did not
+// wait for Poll returns nil, and the leak is not reported). Buffers still held after
 // Close are freed with their own Free method, not into the closed Cache.
 func (d *Device) Close() error {
 	// A reference of Close's own, so that the owner's last exit cannot
@@ -492,6 +505,7 @@ func (d *Device) cleanup() {
 	if !d.cleaned.CompareAndSwap(false, true) {
 		return
 	}
+	d.readers.Wait()
 	d.readDrops() // the last count, for Stats after Close
 	d.tx.drop(d, netdev.DropClosed)
 	d.rx.release(d)
@@ -528,9 +542,9 @@ func (d *Device) Pool() *pool.Pool { return d.pool }
 func (d *Device) Stats() netdev.Stats {
 	s := d.ctr.Snapshot()
 	drops := d.drops.Load()
-	if d.enter() {
+	if d.readers.Enter(d.closing) {
 		drops = d.readDrops()
-		d.exit()
+		d.readers.Exit()
 	}
 	s.RxDropped[netdev.DropKernel] += drops
 	return s

@@ -52,6 +52,7 @@ type fake struct {
 
 	mu       sync.Mutex // the owner's calls against Close
 	closed   bool
+	polling  bool // Poll runs: a nested one panics
 	done     chan struct{}
 	ctr      netdev.Counters
 	txq      []*skb.Buff
@@ -196,6 +197,24 @@ func (f *fake) Poll(budget int, h netdev.Handler) (int, error) {
 		f.mu.Unlock()
 		return 0, errFakeClosed
 	}
+	if f.polling {
+		f.mu.Unlock()
+		netdev.NestedPoll("fake")
+	}
+	f.polling = true
+	defer func() {
+		// A handler that panicked leaves the rest of the batch: drop it.
+		k := 0
+		for i, b := range f.batch {
+			if b != nil {
+				b.Free()
+				f.batch[i] = nil
+				k++
+			}
+		}
+		f.ctr.RxDrop(netdev.DropClosed, k)
+		f.polling = false
+	}()
 	// The handler runs without f.mu, as it may Xmit or Close.
 	f.mu.Unlock()
 	l := f.in
@@ -219,6 +238,7 @@ func (f *fake) Poll(budget int, h netdev.Handler) (int, error) {
 			clear(f.batch)
 			return i, errFakeClosed
 		}
+		f.batch[i] = nil // b is this Poll's to free or hand over now
 		n := b.Len()
 		if n < f.thr {
 			if c, err := b.CopyExpand(f.cache, f.hr, 0); err == nil {

@@ -68,11 +68,15 @@ import (
 //   - closed: after Close every method (Xmit, which still frees the packet
 //     and counts it in tx_dropped_closed, Flush, Poll, Wait, a second Close)
 //     returns an error matching net.ErrClosed.
-//   - close in poll: Close called from a Poll handler, while another
-//     goroutine calls Stats, returns within closeWait (it does not wait for
-//     the Poll it is called from), and that Poll hands nothing more over
-//     and returns an error matching net.ErrClosed with the count it handed
-//     over; every buffer comes back.
+//   - close in poll: in closeInPollRounds rounds, Close called from a Poll
+//     handler, while another goroutine calls Stats, returns within
+//     closeWait (it does not wait for the Poll it is called from), and that
+//     Poll hands nothing more over and returns an error matching
+//     net.ErrClosed with the count it handed over; the owner then frees
+//     the packet it kept into RX's Cache with Stats still running (run the
+//     suite with -race: the device's release must not run on Stats'
+//     goroutine, closing the Cache under the owner); every buffer comes
+//     back.
 //   - close race: in closeRounds rounds, another goroutine closes RX after
 //     a random delay of up to 300 µs while RX's owner polls and waits with
 //     packets arriving: Poll or Wait then returns an error matching
@@ -86,6 +90,9 @@ import (
 //     prints the reason and every goroutine's stack and exits the test
 //     binary, rather than hang), take the packet, and count it in RX's
 //     tx_packets or tx_dropped.
+//   - poll in poll: a Poll handler that calls RX's Poll panics with
+//     netdev.NestedPoll's message, out of the outer Poll; RX then closes,
+//     and every buffer comes back.
 //   - allocs: a steady-state cycle (allocate, fill and Xmit 64 packets,
 //     Flush, Poll them back, free them) allocates nothing
 //     (testing.AllocsPerRun), on a pool without debug mode.
@@ -118,6 +125,7 @@ func RunPool(t *testing.T, pc pool.Config, f Factory) {
 	t.Run("close in poll", func(t *testing.T) { testCloseInPoll(t, s) })
 	t.Run("close race", func(t *testing.T) { testCloseRace(t, s) })
 	t.Run("xmit in poll", func(t *testing.T) { testXmitInPoll(t, s) })
+	t.Run("poll in poll", func(t *testing.T) { testPollInPoll(t, s) })
 	t.Run("allocs", func(t *testing.T) { testAllocs(t, s) })
 }
 
@@ -850,7 +858,16 @@ func testClosed(t *testing.T, s *suite) {
 // closeWait bounds how long Close called from a Poll handler may take.
 const closeWait = 250 * time.Millisecond
 
+// closeInPollRounds is how many rounds the close in poll subtest runs.
+const closeInPollRounds = 10
+
 func testCloseInPoll(t *testing.T, s *suite) {
+	for round := range closeInPollRounds {
+		t.Run(fmt.Sprint(round), func(t *testing.T) { closeInPollRound(t, s) })
+	}
+}
+
+func closeInPollRound(t *testing.T, s *suite) {
 	e := open(t, s, netdev.Config{}, true)
 	const count = 8
 	e.sendBurst(0, count, e.small, true)
@@ -875,15 +892,22 @@ func testCloseInPoll(t *testing.T, s *suite) {
 	calls := 0
 	var cerr error
 	var took time.Duration
+	var kept *skb.Buff
 	n, err := e.rx.Poll(count, func(b *skb.Buff) {
 		calls++
-		b.Free()
 		if calls == 1 {
+			kept = b
 			t0 := time.Now()
 			cerr = e.rx.Close()
 			took = time.Since(t0)
+			return
 		}
+		b.Free()
 	})
+	// The owner frees what it kept into the closed device's Cache, as
+	// Device.Cache allows, while Stats still runs: the device's release
+	// must not run on Stats' goroutine and close the Cache under it.
+	e.rx.Cache().Free(kept)
 	close(stop)
 	<-statsDone
 	if calls != 1 || n != 1 {
@@ -1063,5 +1087,36 @@ func testAllocs(t *testing.T, s *suite) {
 	}
 	if lost > allowed {
 		t.Errorf("allocs: %d of %d packets lost; allowed %d", lost, cycles*batch, allowed)
+	}
+}
+
+func testPollInPoll(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
+	const count = 8
+	e.sendBurst(0, count, e.small, true)
+	if err := e.rx.Wait(deliverWait); err != nil {
+		t.Fatalf("poll in poll: RX.Wait(%v) with %d packets sent: %v", deliverWait, count, err)
+	}
+	var got any
+	inner := 0
+	func() {
+		defer func() { got = recover() }()
+		e.rx.Poll(count, func(b *skb.Buff) {
+			b.Free()
+			e.rx.Poll(count, func(b *skb.Buff) {
+				inner++
+				b.Free()
+			})
+		})
+	}()
+	msg, _ := got.(string)
+	if !strings.Contains(msg, "Poll called while a Poll of the same device runs") {
+		t.Errorf("poll in poll: a handler calling RX.Poll: recovered %v; want netdev.NestedPoll's panic", got)
+	}
+	if inner != 0 {
+		t.Errorf("poll in poll: the nested Poll handed %d packets over; want none", inner)
+	}
+	if err := e.rx.Close(); err != nil && !errors.Is(err, pool.ErrLeak) {
+		t.Errorf("poll in poll: RX.Close after the panic: %v", err)
 	}
 }
