@@ -108,6 +108,11 @@ type echoer struct {
 	stop        bool
 	handler     netdev.Handler
 	frame       header.Frame // the request being answered, parsed in place
+	// mac is a link-layer device's address, when it reports one (macOK);
+	// csumStates, whether it sets checksum states (ChecksumStater).
+	mac        header.MAC
+	macOK      bool
+	csumStates bool
 }
 
 // Echo answers every request dev receives by sending the very buffer back
@@ -121,7 +126,11 @@ type echoer struct {
 // the device sent itself, or on a wildcard bind one from another socket
 // of this host sharing the port with SO_REUSEPORT) is not answered but
 // counted in Other: its answer could come back to be answered again,
-// without end.
+// without end. On a link-layer device a frame is answered only when it is
+// to the device's MAC, untagged, from one station to one (not from or to
+// a broadcast or multicast address, nor from an unspecified or loopback
+// address or port 0: the answer's addresses are the request's, swapped),
+// and its checksums hold (see badSum); the others count in Other.
 // The answers of one Poll share one doorbell (with a Budget of 1, each
 // answer rings its own at once). It runs on dev's goroutine until its
 // bounds or ctx end it, and returns an error wrapping ErrConfig for an
@@ -157,6 +166,12 @@ func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, e
 	}
 	if cfg.From.IsValid() && e.ax == nil {
 		return EchoResult{}, fmt.Errorf("traffic: echo: %w: From %v needs a device that reports each datagram's source (driver/udp), not a link-layer one", ErrConfig, cfg.From)
+	}
+	if cfg.Link {
+		e.mac, e.macOK = deviceMAC(dev)
+		if c, ok := dev.(ChecksumStater); ok {
+			e.csumStates = c.ChecksumStates()
+		}
 	}
 	e.handler = e.handle
 	r, err := e.loop(ctx)
@@ -300,6 +315,9 @@ func (e *echoer) reflect(b *skb.Buff) (int, bool) {
 	if e.cfg.Addr.IsValid() && frameDst(data, f) != e.cfg.Addr {
 		return 0, false
 	}
+	if !toHost(data, f, e.mac, e.macOK, false) || !answerable(data, f) || e.badSum(b, data, f) {
+		return 0, false
+	}
 	if b.Cloned() {
 		if err := b.Unshare(e.cache); err != nil {
 			return 0, false
@@ -317,6 +335,33 @@ func (e *echoer) reflect(b *skb.Buff) (int, bool) {
 		fillUDPChecksum(data, f)
 	}
 	return plen, true
+}
+
+// badSum reports whether the request b (its data, parsed as f) fails its
+// checksums, so that a corrupt request is not answered with a checksum
+// made valid. On a device that sets checksum states (ChecksumStater) a
+// CHECKSUM_NONE frame's are verified; on one that does not (AF_XDP) a UDP
+// checksum that is only the pseudo-header's sum passes too, since a frame
+// the sender's kernel left CHECKSUM_PARTIAL (a veth with transmit
+// checksumming) holds that.
+func (e *echoer) badSum(b *skb.Buff, data []byte, f *header.Frame) bool {
+	if e.csumStates {
+		return badChecksum(b, f, true)
+	}
+	if f.VerifyChecksumBuff(b) == nil {
+		return false
+	}
+	if f.EtherType == header.EtherTypeIPv4 && !header.IPv4(data[f.NetworkOffset:]).ChecksumValid() {
+		return true
+	}
+	u := header.UDP(data[f.TransportOffset:])
+	var p uint16
+	if f.EtherType == header.EtherTypeIPv4 {
+		p = header.IPv4(data[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, u.Length())
+	} else {
+		p = header.IPv6(data[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, uint32(u.Length()))
+	}
+	return u.Checksum() != p && u.Checksum() != ^p
 }
 
 func (e *echoer) loop(ctx context.Context) (EchoResult, error) {

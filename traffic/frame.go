@@ -2,9 +2,11 @@ package traffic
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/netdev"
 )
 
 // frameTemplate is the prebuilt frame of one payload size for a link-layer
@@ -107,4 +109,68 @@ func frameDst(p []byte, f *header.Frame) netip.Addr {
 		return header.IPv4(p[f.NetworkOffset:]).Destination()
 	}
 	return header.IPv6(p[f.NetworkOffset:]).Destination()
+}
+
+// deviceMAC returns the MAC address of a link-layer device that reports
+// one (driver/afpacket's HardwareAddr gives a header.MAC, driver/afxdp's a
+// net.HardwareAddr), or false.
+func deviceMAC(dev netdev.Device) (header.MAC, bool) {
+	switch d := dev.(type) {
+	case interface{ HardwareAddr() header.MAC }:
+		m := d.HardwareAddr()
+		return m, m != header.MAC{}
+	case interface{ HardwareAddr() net.HardwareAddr }:
+		if hw := d.HardwareAddr(); len(hw) == len(header.MAC{}) {
+			return header.MAC(hw), true
+		}
+	}
+	return header.MAC{}, false
+}
+
+// toHost reports whether the frame p, parsed as f, is one the host's
+// stack would take in as addressed to it: without a VLAN tag (a VLAN the
+// host has configured reaches the stack through its own interface, the
+// tag removed; a link-layer device on the parent sees it tagged), and to
+// mac (any unicast address when mac is unknown, ok false), or with groups
+// to a broadcast or multicast address too. A frame for another station
+// reaches a socket of the interface in promiscuous mode, or on a bridge or
+// a veth whose peer sends it anyway (PACKET_OTHERHOST).
+func toHost(p []byte, f *header.Frame, mac header.MAC, ok, groups bool) bool {
+	if f.VLANProto != 0 {
+		return false
+	}
+	dst := header.MAC(p[0:6])
+	if dst.IsMulticast() {
+		return groups
+	}
+	return !ok || dst == mac
+}
+
+// answerable reports whether the request frame p, parsed as f with a UDP
+// transport, may be answered by swapping its addresses (reflectUDP): from
+// one station (a unicast, nonzero source MAC, and a source IP that is
+// unicast, not unspecified and not loopback, from a port other than 0), to
+// one (a destination IP that is no group's, and for IPv4 not the limited
+// broadcast), since the answer's source is the request's destination. A
+// request to a subnet's broadcast address is not recognised as one.
+func answerable(p []byte, f *header.Frame) bool {
+	src := header.MAC(p[6:12])
+	if src.IsMulticast() || src == (header.MAC{}) {
+		return false
+	}
+	var s, d netip.Addr
+	n := f.NetworkOffset
+	switch f.EtherType {
+	case header.EtherTypeIPv4:
+		s, d = netip.AddrFrom4([4]byte(p[n+12:n+16])), netip.AddrFrom4([4]byte(p[n+16:n+20]))
+	case header.EtherTypeIPv6:
+		s, d = netip.AddrFrom16([16]byte(p[n+8:n+24])), netip.AddrFrom16([16]byte(p[n+24:n+40]))
+	default:
+		return false
+	}
+	bcast := netip.AddrFrom4([4]byte{255, 255, 255, 255})
+	if s.IsMulticast() || s.IsUnspecified() || s.IsLoopback() || s == bcast || d.IsMulticast() || d == bcast {
+		return false
+	}
+	return header.UDP(p[f.TransportOffset:]).SourcePort() != 0
 }

@@ -215,6 +215,10 @@ type Sink struct {
 	// csumStates: a link-layer device that sets checksum states
 	// (ChecksumStater): a CHECKSUM_NONE frame's UDP checksum is verified.
 	csumStates bool
+	// mac is the link-layer device's address, when it reports one
+	// (macOK): frames to another station count as other.
+	mac   header.MAC
+	macOK bool
 
 	cnt     Counter
 	ageAt   time.Duration // when the Counter next ages (Age, every second)
@@ -283,6 +287,7 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 	if c, ok := dev.(ChecksumStater); ok {
 		s.csumStates = c.ChecksumStates()
 	}
+	s.mac, s.macOK = deviceMAC(dev)
 	s.handler = s.handle
 	s.clk = newClock()
 	s.st0 = dev.Stats()
@@ -354,7 +359,7 @@ func (s *Sink) handle(b *skb.Buff) {
 		data := b.Data()
 		f := &s.frame
 		err := header.ParseFrameInto(data, f)
-		if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment {
+		if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment || !toHost(data, f, s.mac, s.macOK, true) {
 			s.other++
 			s.cache.Free(b)
 			return

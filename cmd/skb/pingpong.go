@@ -70,6 +70,14 @@ each request from the address the request was sent to (IP_PKTINFO), at the
 cost of a control message each way (about 0.5 us a round trip
 busy-polling on loopback).
 
+Over a link-layer device (--dev afpacket:IFNAME, afxdp:IFNAME) the server
+answers, with the frame's addresses swapped, only what the host's own stack
+would: a frame to the interface's MAC, without a VLAN tag, from one
+station's unicast MAC and address (not 0.0.0.0, loopback, broadcast or
+multicast, nor port 0) to a unicast address, whose checksums hold; the rest
+count as other frames. An answer the device refuses counts in errors, and
+the first refusal's reason is printed on stderr ("first_error" in --json).
+
 A request without a reply within --timeout (default 1s, from its send to
 its reply's receipt) counts as lost, also when its reply comes later (a
 reply is waited for no longer than that, and one that comes later is in no
@@ -178,6 +186,8 @@ type echoResultJSON struct {
 	Other   uint64  `json:"other"`
 	Dev     string  `json:"dev"`
 	Listen  string  `json:"listen"`
+	// FirstError is the first answer's refusal, when one was refused.
+	FirstError string `json:"first_error,omitempty"`
 	stopInfo
 }
 
@@ -308,9 +318,16 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	case r.Other > 0:
 		txt += fmt.Sprintf("; %d not answered (from outside --from, or from the server's own address and port)", r.Other)
 	}
-	p.line(txt,
-		echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
-			Dev: spec.String(), Listen: listen.String(), stopInfo: sc.stopped()})
+	if r.FirstErr != nil && !f.asJSON {
+		// On stderr: the result line stays one line for scripts.
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pingpong: warning: %d answers were refused, the first with: %v\n", r.Errors, r.FirstErr)
+	}
+	j := echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
+		Dev: spec.String(), Listen: listen.String(), stopInfo: sc.stopped()}
+	if r.FirstErr != nil {
+		j.FirstError = r.FirstErr.Error()
+	}
+	p.line(txt, j)
 	if runErr != nil {
 		return fmt.Errorf("pingpong: %w", runErr)
 	}

@@ -1,0 +1,128 @@
+package traffic
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/skbdev/skb/driver/memring"
+	"github.com/skbdev/skb/header"
+	"github.com/skbdev/skb/skb"
+)
+
+// hostileFrame builds a 16-byte UDP request to port 9000 from f's
+// defaults changed by change, then corrupts it with corrupt (nil: none).
+func hostileFrame(t *testing.T, change func(*header.UDPFrame), corrupt func([]byte, *header.Frame)) []byte {
+	t.Helper()
+	u := labFrame("198.18.0.1", "198.18.0.2", 9000)
+	if change != nil {
+		change(u)
+	}
+	p := make([]byte, 64+16)
+	f, err := header.BuildUDP(p, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = p[:f.End]
+	if corrupt != nil {
+		corrupt(p, &f)
+	}
+	return p
+}
+
+// TestLinkEchoRefusesHostile sends the link-layer echo requests a host's
+// stack would not answer, or whose answer would come from a group address
+// or carry a checksum made valid, one by one: each counts in Other, while
+// a good request and one with a CHECKSUM_PARTIAL UDP checksum (a veth
+// sender's, which a device without checksum states cannot mark) are
+// answered.
+func TestLinkEchoRefusesHostile(t *testing.T) {
+	bcast4 := netip.MustParseAddr("255.255.255.255")
+	cases := []struct {
+		name    string
+		change  func(*header.UDPFrame)
+		corrupt func([]byte, *header.Frame)
+		answer  bool
+	}{
+		{"good", nil, nil, true},
+		{"partial checksum", func(u *header.UDPFrame) { u.PartialChecksum = true }, nil, true},
+		{"ipv6", func(u *header.UDPFrame) {
+			u.SourceIP, u.DestinationIP = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2")
+		}, nil, true},
+		{"to broadcast MAC", func(u *header.UDPFrame) { u.Destination = header.BroadcastMAC }, nil, false},
+		{"from multicast MAC", func(u *header.UDPFrame) { u.Source = header.MAC{1, 0, 0x5e, 0, 0, 1} }, nil, false},
+		{"from zero MAC", func(u *header.UDPFrame) { u.Source = header.MAC{} }, nil, false},
+		{"from broadcast IP", func(u *header.UDPFrame) { u.SourceIP = bcast4 }, nil, false},
+		{"to broadcast IP", func(u *header.UDPFrame) { u.DestinationIP = bcast4 }, nil, false},
+		{"from multicast IP", func(u *header.UDPFrame) { u.SourceIP = netip.MustParseAddr("224.0.0.1") }, nil, false},
+		{"to multicast IP", func(u *header.UDPFrame) { u.DestinationIP = netip.MustParseAddr("224.0.0.1") }, nil, false},
+		{"from 0.0.0.0", func(u *header.UDPFrame) { u.SourceIP = netip.MustParseAddr("0.0.0.0") }, nil, false},
+		{"from loopback", func(u *header.UDPFrame) { u.SourceIP = netip.MustParseAddr("127.0.0.1") }, nil, false},
+		{"from ff02::1", func(u *header.UDPFrame) {
+			u.SourceIP, u.DestinationIP = netip.MustParseAddr("ff02::1"), netip.MustParseAddr("2001:2::2")
+		}, nil, false},
+		{"from port 0", func(u *header.UDPFrame) { u.SourcePort = 0 }, nil, false},
+		{"VLAN tagged", func(u *header.UDPFrame) { u.VLANProto, u.VLANTCI = header.EtherTypeVLAN, 99 }, nil, false},
+		{"bad UDP checksum", nil, func(p []byte, f *header.Frame) { header.UDP(p[f.TransportOffset:]).SetChecksum(0xbeef) }, false},
+		{"bad IPv4 checksum", nil, func(p []byte, f *header.Frame) { header.IPv4(p[f.NetworkOffset:]).SetChecksum(0xdead) }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := pair(t, memring.Config{})
+			p := hostileFrame(t, tc.change, tc.corrupt)
+			x, err := a.Cache().Alloc(len(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(x.Put(len(p)), p)
+			if err := a.Xmit(x, false); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Echo(context.Background(), b, EchoConfig{Link: true, Port: 9000, Idle: 30 * time.Millisecond, Duration: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]uint64{true: 1, false: 0}[tc.answer]; r.Echoed != want || r.Echoed+r.Other != 1 {
+				t.Errorf("%+v; want %d echoed of 1", r, want)
+			}
+			drain := a.Cache()
+			a.Poll(64, func(p *skb.Buff) { drain.Free(p) })
+		})
+	}
+}
+
+// TestToHost checks the link-layer destination filter of sinks and echo
+// servers on a device that reports its MAC.
+func TestToHost(t *testing.T) {
+	own := header.MAC{2, 0, 0, 0, 0, 2}
+	for _, tc := range []struct {
+		name         string
+		dst          header.MAC
+		vlan         bool
+		sink, answer bool
+	}{
+		{"own", own, false, true, true},
+		{"another station's", header.MAC{2, 0, 0, 0, 0, 0x99}, false, false, false},
+		{"broadcast", header.BroadcastMAC, false, true, false},
+		{"multicast", header.MAC{1, 0, 0x5e, 0, 0, 1}, false, true, false},
+		{"own, VLAN tagged", own, true, false, false},
+	} {
+		p := hostileFrame(t, func(u *header.UDPFrame) {
+			u.Destination = tc.dst
+			if tc.vlan {
+				u.VLANProto, u.VLANTCI = header.EtherTypeVLAN, 99
+			}
+		}, nil)
+		var f header.Frame
+		if err := header.ParseFrameInto(p, &f); err != nil {
+			t.Fatal(err)
+		}
+		if got := toHost(p, &f, own, true, true); got != tc.sink {
+			t.Errorf("%s: sink takes it %v, want %v", tc.name, got, tc.sink)
+		}
+		if got := toHost(p, &f, own, true, false); got != tc.answer {
+			t.Errorf("%s: echo takes it %v, want %v", tc.name, got, tc.answer)
+		}
+	}
+}
