@@ -15,6 +15,7 @@ const (
 type flowState struct {
 	run    uint32
 	active bool
+	held   bool   // pend holds a far stamp
 	first  uint64 // lowest sequence number seen
 	next   uint64 // highest sequence number seen, plus one
 	unique uint64 // packets counted once: all but the duplicates
@@ -22,6 +23,10 @@ type flowState struct {
 	dup    uint64
 	last   uint64 // the Counter's packet count at the flow's last packet
 	epoch  uint64 // the Counter's epoch at the flow's last packet (Age)
+	// pend is the sequence number of the flow's last stamp when held:
+	// one MaxSeqJump or more from next, counted as untracked until the
+	// flow's next stamp follows it (see Add).
+	pend uint64
 	// seen is a ring of bits, one per sequence number: bit s%64 of word
 	// (s/64)%dupWords is set once s has arrived. It holds the blocks of
 	// 64 from (next-1)/64-dupWords+1 to (next-1)/64, so at least the
@@ -65,7 +70,8 @@ type FlowTotals struct {
 	// arrived before: RFC 4737's reordered packets (sequence number below
 	// the next expected), duplicates excepted. A packet whose sequence
 	// number is older than the flow remembers (see Duplicates) counts here
-	// even if it is a repeat.
+	// even if it is a repeat, and does not make up for its gap in Lost
+	// (it may be a repeat), unless it is below the lowest seen.
 	Reordered uint64
 	// Duplicates counts the packets whose sequence number had already
 	// arrived in their flow, right after the first copy or later (as the
@@ -79,19 +85,42 @@ type FlowTotals struct {
 	Flows int
 	// Untracked counts stamps whose flow number is MaxFlows or more, whose
 	// sequence number is MaxSeqJump or more away from the next one their
-	// flow expects (a forged or corrupt stamp, not a loss), or whose (run,
+	// flow expects and not followed by the flow's next stamp (a forged or
+	// corrupt stamp, not a loss: see MaxSeqJump), or whose (run,
 	// flow) found no room among the 64 counted beside the flow table (see
 	// Counter): they count in Packets only.
 	Untracked uint64
 }
 
 // MaxSeqJump bounds how far a stamp's sequence number may be from the next
-// one its flow expects, either way, to count: 2^32 packets, more than one
-// flow of a run loses or reorders, so a stamp past it is corrupt or forged
-// and counts as untracked rather than as 2^63 lost packets. A flow's first
-// stamp sets where it starts: when that one is forged, the flow's genuine
-// stamps that follow count as untracked instead.
-const MaxSeqJump = 1 << 32
+// one its flow expects, either way, to count at once: 65536 packets. A
+// stamp past it is held, as untracked, and counts only when the flow's next
+// stamp follows it (within 1024 sequence numbers either way, and not a
+// repeat of it): the flow then moved there. Forward, the sequence numbers
+// between count as lost, as any gap's do; backward, the flow's count
+// restarts there, the figures so far kept in the totals as a flow of their
+// own (a forged first stamp, then the genuine flow). So one corrupt or
+// forged stamp (a flipped bit of the sequence number, which an AF_XDP
+// receiver does not catch by the UDP checksum) costs one untracked packet
+// rather than 2^31 lost ones and every later packet counted as reordered.
+const MaxSeqJump = 1 << 16
+
+// far reports whether seq is MaxSeqJump or more from next, either way.
+func far(next, seq uint64) bool {
+	if seq >= next {
+		return seq-next >= MaxSeqJump
+	}
+	return next-seq >= MaxSeqJump
+}
+
+// follows reports whether seq follows the held sequence number pend: it
+// is within dupWindow of it, either way, and not pend itself.
+func follows(pend, seq uint64) bool {
+	if seq >= pend {
+		return seq != pend && seq-pend < dupWindow
+	}
+	return pend-seq < dupWindow
+}
 
 // Counter counts stamped packets per flow, for loss, reordering and
 // duplicates. The zero value is ready. Each flow remembers which of the last
@@ -110,7 +139,7 @@ const MaxSeqJump = 1 << 32
 // (in Packets only) until there is room. Flows numbered at or above the
 // table's limit (MaxFlows; SetTableLimit lowers it) are counted beside it
 // the same way. Add allocates only when a flow number above all seen so far arrives
-// (the table grows, up to its limit: 192 bytes a flow, 12 MiB for MaxFlows)
+// (the table grows, up to its limit: 200 bytes a flow, 12.5 MiB for MaxFlows)
 // and for each run counted beside another. A Counter is not safe for
 // concurrent use.
 type Counter struct {
@@ -148,7 +177,7 @@ const (
 )
 
 // SetTableLimit bounds the flow table to n flows (at most MaxFlows; 0 or
-// less restores MaxFlows), n*192 bytes: stamps of flows numbered n or more are
+// less restores MaxFlows), n*200 bytes: stamps of flows numbered n or more are
 // counted beside the table, 64 (run, flow) pairs at most. One Counter per
 // port of a sink on many ports takes a small limit, so that a forged stamp
 // with a high flow number cannot make every port's table MaxFlows long.
@@ -191,10 +220,17 @@ func (c *Counter) Add(s Stamp) {
 		return
 	}
 	f.last, f.epoch = c.packets, c.epoch
-	if f.active && (s.Seq >= f.next && s.Seq-f.next >= MaxSeqJump || s.Seq < f.next && f.next-s.Seq >= MaxSeqJump) {
-		c.untracked++
-		return
+	if f.active && far(f.next, s.Seq) {
+		if !f.held || !follows(f.pend, s.Seq) {
+			f.held, f.pend = true, s.Seq
+			c.untracked++
+			return
+		}
+		// The flow moved to the held stamp, which counts now.
+		c.untracked--
+		c.moveTo(f, s.Run)
 	}
+	f.held = false
 	w, bit := (s.Seq/64)%dupWords, uint64(1)<<(s.Seq%64)
 	switch {
 	case !f.active:
@@ -204,10 +240,15 @@ func (c *Counter) Add(s Stamp) {
 		f.unique++
 	case (f.next-1)/64-s.Seq/64 >= dupWords:
 		// Older than the window: a late packet or a late repeat, which
-		// the flow no longer tells apart.
-		f.unique++
+		// the flow no longer tells apart, so it does not make up for a
+		// gap (repeats of an old packet would hide real loss). Below the
+		// lowest sequence number seen it cannot be a repeat: it counts,
+		// and the flow's span starts there.
 		f.reord++
-		f.first = min(f.first, s.Seq)
+		if s.Seq < f.first {
+			f.unique++
+			f.first = s.Seq
+		}
 		return
 	case f.seen[w]&bit != 0:
 		f.dup++
@@ -218,6 +259,22 @@ func (c *Counter) Add(s Stamp) {
 		f.first = min(f.first, s.Seq)
 	}
 	f.seen[w] |= bit
+}
+
+// moveTo counts f's held stamp, of run, which the stamp being added
+// follows: ahead of the flow, as the flow's highest (the sequence numbers
+// between are lost); behind it, as the first of the flow counted anew, its
+// figures so far folded into the totals.
+func (c *Counter) moveTo(f *flowState, run uint32) {
+	p := f.pend
+	if p >= f.next {
+		f.advance(p)
+		f.unique++
+	} else {
+		c.fold(f)
+		*f = flowState{run: run, active: true, first: p, next: p + 1, unique: 1, last: c.packets, epoch: c.epoch}
+	}
+	f.seen[(p/64)%dupWords] |= 1 << (p % 64)
 }
 
 // otherRun returns the flow state for s, whose run is not the one in its

@@ -45,6 +45,22 @@ func TestCounter(t *testing.T) {
 		}
 		return out
 	}
+	// rangeSeq returns the sequence numbers from a to b-1; repeatSeq, v n
+	// times.
+	rangeSeq := func(a, b uint64) []uint64 {
+		var out []uint64
+		for v := a; v < b; v++ {
+			out = append(out, v)
+		}
+		return out
+	}
+	repeatSeq := func(v uint64, n int) []uint64 {
+		out := make([]uint64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
 	// seqUpTo returns flow 0's packets 0 to n-1, in order.
 	seqUpTo := func(n uint64) []pkt {
 		out := make([]pkt, n)
@@ -97,7 +113,22 @@ func TestCounter(t *testing.T) {
 		// 10 is past the window after the jump: late or repeated, it
 		// counts as reordered.
 		{"far jump then late", seq(0, 0, 5000, 4990, 4990, 10),
-			FlowTotals{Packets: 5, Lost: 4997, Reordered: 2, Duplicates: 1, Flows: 1}},
+			FlowTotals{Packets: 5, Lost: 4998, Reordered: 2, Duplicates: 1, Flows: 1}},
+		// Repeats older than the window do not hide real loss: 400 lost
+		// (500 to 899), then 0 again 400 times.
+		{"old repeats keep the loss", append(append(append(seqUpTo(500), seq(0, rangeSeq(900, 2100)...)...)), seq(0, repeatSeq(0, 400)...)...),
+			FlowTotals{Packets: 2100, Lost: 400, Reordered: 400, Flows: 1}},
+		// A far stamp followed by the flow's next: the flow moved there.
+		{"far jump followed", seq(0, 0, 1+MaxSeqJump, 2+MaxSeqJump), FlowTotals{Packets: 3, Lost: MaxSeqJump, Flows: 1}},
+		{"far jump followed, reordered", seq(0, 0, 5+MaxSeqJump, 3+MaxSeqJump, 4+MaxSeqJump),
+			FlowTotals{Packets: 4, Lost: MaxSeqJump + 2, Reordered: 2, Flows: 1}},
+		{"far stamp repeated", seq(0, 0, 1+MaxSeqJump, 1+MaxSeqJump, 1), FlowTotals{Packets: 4, Flows: 1, Untracked: 2}},
+		// One flipped high bit amid a flow: one untracked packet.
+		{"bit flip", append(seqUpTo(100), seq(0, 100|1<<31, 101, 102)...), FlowTotals{Packets: 103, Lost: 1, Flows: 1, Untracked: 1}},
+		{"forged near 2^32", append(seqUpTo(100), seq(0, 1<<32-1, 100, 101)...), FlowTotals{Packets: 103, Flows: 1, Untracked: 1}},
+		// A forged first stamp, then the genuine flow: it restarts there.
+		{"forged first", append(seq(0, 1<<40), seqUpTo(100)...), FlowTotals{Packets: 101, Flows: 2}},
+		{"far behind followed", seq(0, 1<<40, 1<<40+1, 7, 8, 10), FlowTotals{Packets: 5, Lost: 1, Flows: 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
