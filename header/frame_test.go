@@ -486,3 +486,36 @@ func TestBuildUDPVLAN(t *testing.T) {
 		}
 	}
 }
+
+// TestIPv6TwoFragmentHeaders checks that a first fragment (M set) whose
+// Fragment header is followed by an atomic one (offset and M zero) parses
+// as a fragment, as the kernel and tshark take it, not as a whole UDP
+// packet.
+func TestIPv6TwoFragmentHeaders(t *testing.T) {
+	p := make([]byte, 14+40+8+8+8+4)
+	binary.BigEndian.PutUint16(p[12:14], EtherTypeIPv6)
+	ip := p[14:]
+	ip[0] = 0x60
+	binary.BigEndian.PutUint16(ip[4:6], 8+8+8+4)
+	ip[6] = IPProtoFragment
+	ip[7] = 64
+	copy(ip[8:24], netip.MustParseAddr("2001:2::1").AsSlice())
+	copy(ip[24:40], netip.MustParseAddr("2001:2::2").AsSlice())
+	f1 := ip[40:48]
+	f1[0] = IPProtoFragment
+	binary.BigEndian.PutUint16(f1[2:4], 1) // offset 0, M
+	f2 := ip[48:56]
+	f2[0] = IPProtoUDP // offset 0, M clear: atomic
+	u := ip[56:64]
+	binary.BigEndian.PutUint16(u[0:2], 4000)
+	binary.BigEndian.PutUint16(u[2:4], 9000)
+	binary.BigEndian.PutUint16(u[4:6], 12)
+	var f Frame
+	err := ParseFrameInto(p, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Fragment {
+		t.Errorf("parsed %+v: not a fragment", f)
+	}
+}

@@ -187,7 +187,9 @@ func (h IPv6) Encode(f *IPv6Fields) {
 //
 // At a Fragment header whose offset is not zero it stops after that header:
 // the rest is the middle of a packet and proto is the fragment's Next Header.
-// A first fragment (offset 0) is walked on.
+// A first fragment (offset 0) is walked on. Of several Fragment headers the
+// first that makes a fragment (offset or M not zero) is returned: an atomic
+// one after it (RFC 6946) does not make the packet whole.
 //
 // It returns a *ParseError wrapping ErrTruncated when a header runs past
 // the Payload Length, or ErrBadExtensionHeader when a Hop-by-Hop Options
@@ -234,9 +236,14 @@ func skipExt(h []byte, end int) (proto uint8, off int, frag IPv6Fragment, err er
 			if lim-off < IPv6FragmentHeaderLen {
 				return 0, 0, nil, past(off + IPv6FragmentHeaderLen)
 			}
-			frag = IPv6Fragment(h[off : off+IPv6FragmentHeaderLen])
-			proto, off = frag.NextHeader(), off+IPv6FragmentHeaderLen
-			if frag.FragmentOffset() != 0 {
+			this := IPv6Fragment(h[off : off+IPv6FragmentHeaderLen])
+			if frag == nil || !frag.IsFragment() {
+				// A later Fragment header does not make a fragment
+				// whole: the first real one stays the packet's.
+				frag = this
+			}
+			proto, off = this.NextHeader(), off+IPv6FragmentHeaderLen
+			if this.FragmentOffset() != 0 {
 				return proto, off, frag, nil
 			}
 			continue
