@@ -116,7 +116,7 @@ func TestCounter(t *testing.T) {
 			FlowTotals{Packets: 5, Lost: 4998, Reordered: 2, Duplicates: 1, Flows: 1}},
 		// Repeats older than the window do not hide real loss: 400 lost
 		// (500 to 899), then 0 again 400 times.
-		{"old repeats keep the loss", append(append(append(seqUpTo(500), seq(0, rangeSeq(900, 2100)...)...)), seq(0, repeatSeq(0, 400)...)...),
+		{"old repeats keep the loss", append(append(seqUpTo(500), seq(0, rangeSeq(900, 2100)...)...), seq(0, repeatSeq(0, 400)...)...),
 			FlowTotals{Packets: 2100, Lost: 400, Reordered: 400, Flows: 1}},
 		// A far stamp followed by the flow's next: the flow moved there.
 		{"far jump followed", seq(0, 0, 1+MaxSeqJump, 2+MaxSeqJump), FlowTotals{Packets: 3, Lost: MaxSeqJump, Flows: 1}},
