@@ -12,6 +12,7 @@ type Arena struct {
 	blocks    int
 	huge      bool // backed by explicit huge pages (MAP_HUGETLB)
 	thp       bool // transparent huge pages were requested (MADV_HUGEPAGE)
+	aligned   bool // mapped by mapAligned (unmapped with MunmapPtr)
 	heap      bool // Go heap memory (platforms without mmap)
 }
 

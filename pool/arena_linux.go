@@ -4,12 +4,14 @@ package pool
 
 import (
 	"fmt"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // mapArena maps blocks*blockSize bytes of anonymous memory (mmap(2)). With huge
-// it tries MAP_HUGETLB first and falls back to base pages with MADV_HUGEPAGE;
+// it tries MAP_HUGETLB first and falls back to base pages with MADV_HUGEPAGE,
+// mapped from a huge page boundary (mapAligned);
 // populate adds MAP_POPULATE so that no page faults happen on the datapath.
 func mapArena(blockSize, blocks int, huge, populate bool) (*Arena, error) {
 	size := roundUp(blockSize*blocks, pageSize)
@@ -28,11 +30,17 @@ func mapArena(blockSize, blocks int, huge, populate bool) (*Arena, error) {
 	if populate && !huge {
 		flags |= unix.MAP_POPULATE
 	}
-	mem, err := unix.Mmap(-1, 0, size, prot, flags)
+	var mem []byte
+	var err error
+	if huge {
+		mem, err = mapAligned(size, prot, flags)
+	} else {
+		mem, err = unix.Mmap(-1, 0, size, prot, flags)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pool: map arena of %d bytes: %w", size, err)
 	}
-	a := &Arena{mem: mem, blockSize: blockSize, blocks: blocks}
+	a := &Arena{mem: mem, blockSize: blockSize, blocks: blocks, aligned: huge}
 	if huge {
 		// Advise before the pages exist, so that populating faults in huge
 		// pages (MAP_POPULATE would have faulted in base pages first).
@@ -47,14 +55,41 @@ func mapArena(blockSize, blocks int, huge, populate bool) (*Arena, error) {
 	return a, nil
 }
 
+// mapAligned maps size bytes of anonymous memory starting on a huge page
+// boundary, so that transparent huge pages can back every whole huge page
+// of it: the kernel aligns only mappings that are a multiple of a huge
+// page long (and only since Linux 6.7). It maps size plus a huge page less
+// a base page and unmaps what lies before the boundary and after size.
+func mapAligned(size, prot, flags int) ([]byte, error) {
+	extra := hugePageSize - pageSize
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size+extra), prot, flags)
+	if err != nil {
+		return nil, err
+	}
+	head := int(-uintptr(p) & (hugePageSize - 1))
+	if head > 0 {
+		unix.MunmapPtr(p, uintptr(head))
+	}
+	if tail := extra - head; tail > 0 {
+		unix.MunmapPtr(unsafe.Add(p, head+size), uintptr(tail))
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(p, head)), size), nil
+}
+
 // unmap returns the arena's memory to the system (munmap(2)).
 func (a *Arena) unmap() error {
 	mem := a.mem
-	if a.huge {
-		mem = mem[:roundUp(len(mem), hugePageSize)]
-	}
 	a.mem = nil
-	if err := unix.Munmap(mem); err != nil {
+	var err error
+	switch {
+	case a.huge:
+		err = unix.Munmap(mem[:roundUp(len(mem), hugePageSize)])
+	case a.aligned:
+		err = unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(mem)), uintptr(len(mem)))
+	default:
+		err = unix.Munmap(mem)
+	}
+	if err != nil {
 		return fmt.Errorf("pool: unmap arena: %w", err)
 	}
 	return nil
