@@ -22,7 +22,8 @@ var (
 	ErrConfig = errors.New("netdev: invalid config")
 
 	// ErrTooBig is returned by Xmit for a packet the device cannot carry
-	// (larger than its MTU or buffers); the packet was dropped.
+	// (larger than its MTU, with the link-layer header a driver adds to it
+	// as its Xmit documents, or than its buffers); the packet was dropped.
 	ErrTooBig = errors.New("netdev: packet too big for the device")
 
 	// ErrClosed is returned by every method after Close. It is net.ErrClosed,

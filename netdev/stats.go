@@ -213,6 +213,14 @@ func (c *Counters) RxPacket(n int) {
 	add(&c.s.RxBytes, uint64(n))
 }
 
+// RxSuper counts a GSO super-packet of segs segments (1 or more) and n
+// bytes, delivered to the handler as one buffer: segs packets in
+// rx_packets, as the Stats doc counts a super-packet, and n bytes.
+func (c *Counters) RxSuper(segs, n int) {
+	add(&c.s.RxPackets, uint64(max(segs, 1)))
+	add(&c.s.RxBytes, uint64(n))
+}
+
 // RxCopybreak counts one packet delivered as a copybreak copy.
 func (c *Counters) RxCopybreak() { add(&c.s.RxCopybreak, 1) }
 

@@ -165,8 +165,10 @@ type Config struct {
 	// with GSO or TSO on its other end (and a device with GRO from its
 	// coalescing), gets GSOSize, GSOSegs and GSOType (skb.GSOUDPL4,
 	// GSOTCPv4 or GSOTCPv6, with GSOTCPECN) from it, so that its packets
-	// can be counted or segmented; without it such a frame looks like one
-	// packet longer than the MTU. With it, the kernel drops (counted in
+	// can be counted (rx_packets counts its segments) or segmented by the
+	// caller (skb has no segmentation of its own: a forwarder drops such a
+	// frame, or the sender runs with GSO and TSO off); without it such a
+	// frame looks like one packet longer than the MTU. With it, the kernel drops (counted in
 	// rx_dropped_kernel) every GSO frame its header cannot describe, which
 	// it delivers without: GSO types other than TCP and UDP (SCTP, ESP,
 	// GRE, tunnels on some kernels), and UDP GSO before Linux 6.2

@@ -208,12 +208,14 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 	if f.TransportOffset != 0 {
 		b.SetTransportHeader(f.TransportOffset)
 	}
+	segs := 1 // of a GSO super-frame (VnetHdr)
 	if d.cfg.VnetHdr && start-vnetHdrLen >= off+hSize {
 		tagLen := 0 // the VLAN tag put back, which the kernel's offsets do not count
 		if vlan {
 			tagLen = header.VLANTagLen
 		}
 		d.vnetGSO(b, blk[start-vnetHdrLen:start], f, tagLen)
+		segs = b.GSOSegs()
 	}
 	switch {
 	case status&unix.TP_STATUS_CSUMNOTREADY != 0 && f.PayloadOffset != 0 && !f.Fragment:
@@ -230,7 +232,11 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 	if d.cfg.Queue != 0 {
 		b.SetQueueMapping(d.cfg.Queue)
 	}
-	d.ctr.RxPacket(n)
+	if segs > 1 {
+		d.ctr.RxSuper(segs, n) // its segments, as netdev.Stats counts one
+	} else {
+		d.ctr.RxPacket(n)
+	}
 	if n < d.cbreak {
 		d.ctr.RxCopybreak()
 	}

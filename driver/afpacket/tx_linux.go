@@ -39,8 +39,11 @@ import (
 // netdev.ErrQueueFull when the ring stayed full after the doorbell or the
 // kernel's queue refused frames (with the errno, EAGAIN or ENOBUFS); the
 // errno of a failed doorbell otherwise (frames it did not send are dropped
-// and counted in tx_dropped); net.ErrClosed after Close (b freed and
-// counted in tx_dropped_closed).
+// and counted in tx_dropped: with TxMmsg the frame the kernel refused, the
+// others sent; with TxRing that frame and every frame queued behind it,
+// under its errno's reason, as the kernel stops at the first frame it
+// refuses, one longer than an MTU lowered after Open, say);
+// net.ErrClosed after Close (b freed and counted in tx_dropped_closed).
 func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	if b == nil || !b.IsLive() {
 		netdev.BadXmit("afpacket", b)

@@ -68,6 +68,11 @@ func TestVnetHdrGSO(t *testing.T) {
 			if !vnet && super.size != 0 {
 				t.Errorf("without VnetHdr: gso_size %d", super.size)
 			}
+			// The super-frame counts as its segments (netdev.Stats),
+			// beside the plain one (and any ARP frame).
+			if st := rx.Stats(); vnet && st.RxPackets < segs+1 {
+				t.Errorf("rx_packets %d after a super-frame of %d segments and a plain frame; want %d or more", st.RxPackets, segs, segs+1)
+			}
 		})
 	}
 }

@@ -104,10 +104,16 @@
 // One Device is one queue with its own UMEM: sockets sharing a UMEM
 // (XDP_SHARED_UMEM) are not done, though devices given the same Config.Pool
 // register the same arena and so forward each other's frames without a
-// copy. Multi-buffer frames (XDP_USE_SG, jumbo frames) are not supported, nor is
+// copy (with Copybreak off: a frame under the copybreak threshold is
+// copied out of the UMEM at Poll and back into it at Xmit). Multi-buffer frames (XDP_USE_SG, jumbo frames) are not supported, nor is
 // transmit metadata (checksum offload, launch time). Frames the kernel sends
 // through a veth with transmit checksumming on arrive with only the
 // pseudo-header sum in their UDP or TCP checksum field (CHECKSUM_PARTIAL is
-// never finished on a virtual link); AF_XDP passes no checksum state. Linux
-// only: elsewhere Open returns an error wrapping errors.ErrUnsupported.
+// never finished on a virtual link); AF_XDP passes no checksum state, so
+// every received buffer reads CHECKSUM_NONE, and a forwarder that rewrites
+// addresses and updates the checksum incrementally (header's
+// ChecksumUpdateAddr) sends such a frame on with a wrong one: it must
+// compute the transport checksum whole, or the sender's veth must have
+// transmit checksumming off (ethtool -K IFNAME tx off). Linux only:
+// elsewhere Open returns an error wrapping errors.ErrUnsupported.
 package afxdp
