@@ -686,3 +686,60 @@ func TestCowHeadCompact(t *testing.T) {
 		t.Errorf("cow head %d: %v, want ErrTooBig", pool.LargeSize, err)
 	}
 }
+
+// TestCowHeadCompactKeeps checks what CowHead's compact copy keeps: a
+// header pulled further in front of the data than the headroom it would
+// give (offsets are stored plus one: a header 129 bytes back must not land
+// on "unset"), and the destructor of a buffer that was its block's only
+// holder, which moves with the data rather than run at CowHead.
+func TestCowHeadCompactKeeps(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	for _, back := range []int{100, 128, 129, 200, 1000} {
+		train, err := c.Alloc(8000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := train.Put(8000)
+		for i := range p {
+			p[i] = byte(i)
+		}
+		s, err := train.Clone(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Pull(3000)
+		s.Trim(2000)
+		s.ResetMacHeader()
+		first := s.Data()[0]
+		s.Pull(back)
+		if err := s.CowHead(c, 8); err != nil {
+			t.Fatal(err)
+		}
+		if !s.MacHeaderWasSet() || s.MacOffset() != -back || s.MacHeader()[0] != first {
+			t.Errorf("header %d bytes back: set %v at %d; want at -%d, first byte %d", back, s.MacHeaderWasSet(), s.MacOffset(), back, first)
+		}
+		c.Free(s)
+		c.Free(train)
+	}
+
+	b, err := c.Alloc(pool.LargeSize - skb.DefaultHeadroom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reserve(b.Tailroom() - 4)
+	b.Push(b.Headroom() - 4)
+	b.Trim(0)
+	copy(b.Put(5), "hello")
+	ran := 0
+	b.SetDestructor(func(*skb.Buff) { ran++ })
+	if err := b.CowHead(c, 8); err != nil {
+		t.Fatal(err)
+	}
+	if ran != 0 {
+		t.Errorf("the destructor ran %d times at CowHead; want it kept for the Free", ran)
+	}
+	c.Free(b)
+	if ran != 1 {
+		t.Errorf("the destructor ran %d times in all; want 1", ran)
+	}
+}

@@ -282,7 +282,24 @@ func (b *Buff) CowHead(a Allocator, headroom int) error {
 			}
 		}
 	}
-	return b.relinearize(a, b.cowHeadroom(headroom), 0)
+	hr := b.cowHeadroom(headroom)
+	if cloned {
+		return b.relinearize(a, hr, 0)
+	}
+	// b's own block: its destructor moves with the data, as ExpandHead
+	// moves it, rather than run as the old block is released.
+	old := b.shinfo
+	d := old.destructor
+	old.destructor = nil
+	if err := b.relinearize(a, hr, 0); err != nil {
+		old.destructor = d
+		return err
+	}
+	if d != nil {
+		b.shinfo.destructor = d
+		b.markExtra()
+	}
+	return nil
 }
 
 // cowHeadroom is the headroom CowHead's copy of b's linear data gets: at
@@ -294,7 +311,7 @@ func (b *Buff) cowHeadroom(headroom int) int {
 	lowest := int(b.data)
 	for _, h := range [...]uint32{b.m.macHeader, b.m.netHeader, b.m.transHeader} {
 		if h != 0 {
-			lowest = min(lowest, int(h))
+			lowest = min(lowest, int(h)-1) // stored as the offset plus one (setHeader)
 		}
 	}
 	if b.m.ipSummed == ChecksumPartial {
