@@ -16,6 +16,7 @@ type flowState struct {
 	run    uint32
 	active bool
 	held   bool   // pend holds a far stamp
+	heldN  uint8  // stamps near the flow since pend was held
 	first  uint64 // lowest sequence number seen
 	next   uint64 // highest sequence number seen, plus one
 	unique uint64 // packets counted once: all but the duplicates
@@ -24,7 +25,7 @@ type flowState struct {
 	last   uint64 // the Counter's packet count at the flow's last packet
 	epoch  uint64 // the Counter's epoch at the flow's last packet (Age)
 	// pend is the sequence number of the flow's last stamp when held:
-	// one MaxSeqJump or more from next, counted as untracked until the
+	// MaxSeqAhead ahead of next or MaxSeqBehind behind, counted as untracked until the
 	// flow's next stamp follows it (see Add).
 	pend uint64
 	// seen is a ring of bits, one per sequence number: bit s%64 of word
@@ -71,7 +72,8 @@ type FlowTotals struct {
 	// the next expected), duplicates excepted. A packet whose sequence
 	// number is older than the flow remembers (see Duplicates) counts here
 	// even if it is a repeat, and does not make up for its gap in Lost
-	// (it may be a repeat), unless it is below the lowest seen.
+	// (it may be a repeat), unless it is less than 1024 below the lowest
+	// seen.
 	Reordered uint64
 	// Duplicates counts the packets whose sequence number had already
 	// arrived in their flow, right after the first copy or later (as the
@@ -84,42 +86,65 @@ type FlowTotals struct {
 	// Flows counts the flows seen (a flow of a new run counts again).
 	Flows int
 	// Untracked counts stamps whose flow number is MaxFlows or more, whose
-	// sequence number is MaxSeqJump or more away from the next one their
-	// flow expects and not followed by the flow's next stamp (a forged or
-	// corrupt stamp, not a loss: see MaxSeqJump), or whose (run,
+	// sequence number is MaxSeqAhead or more ahead of the next one their
+	// flow expects, or MaxSeqBehind behind it, and not followed by the
+	// flow's next stamp (a forged or corrupt stamp, not a loss: see
+	// MaxSeqAhead), or whose (run,
 	// flow) found no room among the 64 counted beside the flow table (see
 	// Counter): they count in Packets only.
 	Untracked uint64
 }
 
-// MaxSeqJump bounds how far a stamp's sequence number may be from the next
-// one its flow expects, either way, to count at once: 65536 packets. A
-// stamp past it is held, as untracked, and counts only when the flow's next
-// stamp follows it (within 1024 sequence numbers either way, and not a
-// repeat of it): the flow then moved there. Forward, the sequence numbers
-// between count as lost, as any gap's do; backward, the flow's count
-// restarts there, the figures so far kept in the totals as a flow of their
-// own (a forged first stamp, then the genuine flow). So one corrupt or
-// forged stamp (a flipped bit of the sequence number, which an AF_XDP
-// receiver does not catch by the UDP checksum) costs one untracked packet
-// rather than 2^31 lost ones and every later packet counted as reordered.
-const MaxSeqJump = 1 << 16
+// MaxSeqAhead and MaxSeqBehind bound how far a stamp's sequence number may
+// be ahead of the next one its flow expects (960, the least a flow
+// remembers of the sequence numbers below its highest), or behind it
+// (65536), to count at once. A
+// stamp past them is held, as untracked, and counts only when one of the
+// flow's next stamps that is itself that far follows it (less than 1024
+// sequence numbers after it or 64 before, and not a repeat of it), before
+// 8 others come: the flow then moved there. Ahead, the sequence numbers
+// between count as lost, as any gap's do (a burst of loss); behind, the
+// flow's count restarts there, the figures so far kept in the totals as a
+// flow of their own (a forged first stamp, then the genuine flow). So one
+// corrupt or forged stamp (a flipped bit of the sequence number, which an
+// AF_XDP receiver does not catch by the UDP checksum) costs one untracked
+// packet, rather than up to 2^63 lost ones with every later packet
+// reordered; a stamp taken at once is never so far ahead that the genuine
+// packets after it fall out of the window. A flow seen so sparsely that
+// each of its stamps is more than 960 past the one before (more than
+// 99.8% of it lost) counts as untracked.
+const (
+	MaxSeqAhead  = dupWindow - 64
+	MaxSeqBehind = 1 << 16
+)
 
-// far reports whether seq is MaxSeqJump or more from next, either way.
+// far reports whether seq is MaxSeqAhead or more ahead of next, or
+// MaxSeqBehind or more behind it.
 func far(next, seq uint64) bool {
 	if seq >= next {
-		return seq-next >= MaxSeqJump
+		return seq-next >= MaxSeqAhead
 	}
-	return next-seq >= MaxSeqJump
+	return next-seq >= MaxSeqBehind
 }
 
+// heldFor is how many stamps near its flow a held stamp outlasts.
+const heldFor = 8
+
+// followBehind is how far behind a held stamp the flow's next stamp may be
+// and still follow it (reordering around the edge of a burst of loss). It
+// is well under MaxSeqAhead: the genuine packet after a stamp whose
+// sequence number had a bit flipped (2^10 or more ahead) lies that far
+// behind it, less one, and must not confirm it.
+const followBehind = 64
+
 // follows reports whether seq follows the held sequence number pend: it
-// is within dupWindow of it, either way, and not pend itself.
+// is less than dupWindow ahead of it, or less than followBehind behind, and
+// not pend itself.
 func follows(pend, seq uint64) bool {
 	if seq >= pend {
 		return seq != pend && seq-pend < dupWindow
 	}
-	return pend-seq < dupWindow
+	return pend-seq < followBehind
 }
 
 // Counter counts stamped packets per flow, for loss, reordering and
@@ -222,15 +247,25 @@ func (c *Counter) Add(s Stamp) {
 	f.last, f.epoch = c.packets, c.epoch
 	if f.active && far(f.next, s.Seq) {
 		if !f.held || !follows(f.pend, s.Seq) {
-			f.held, f.pend = true, s.Seq
+			f.held, f.pend, f.heldN = true, s.Seq, 0
 			c.untracked++
 			return
 		}
 		// The flow moved to the held stamp, which counts now.
 		c.untracked--
 		c.moveTo(f, s.Run)
+		f.held = false
 	}
-	f.held = false
+	// A stamp near the flow leaves a held one held for a few more (a late
+	// packet from before a burst of loss may come between the stamp after
+	// the burst and the one that follows it), not for long: a bit of the
+	// sequence number flipped again, in a later stamp, must not follow
+	// the first.
+	if f.held {
+		if f.heldN++; f.heldN > heldFor {
+			f.held = false
+		}
+	}
 	w, bit := (s.Seq/64)%dupWords, uint64(1)<<(s.Seq%64)
 	switch {
 	case !f.active:
@@ -241,11 +276,12 @@ func (c *Counter) Add(s Stamp) {
 	case (f.next-1)/64-s.Seq/64 >= dupWords:
 		// Older than the window: a late packet or a late repeat, which
 		// the flow no longer tells apart, so it does not make up for a
-		// gap (repeats of an old packet would hide real loss). Below the
-		// lowest sequence number seen it cannot be a repeat: it counts,
-		// and the flow's span starts there.
+		// gap (repeats of an old packet would hide real loss). Just below
+		// the lowest sequence number seen it cannot be a repeat: it
+		// counts, and the flow's span starts there (further below, it
+		// may be a corrupt stamp, which must not widen the span).
 		f.reord++
-		if s.Seq < f.first {
+		if s.Seq < f.first && f.first-s.Seq < dupWindow {
 			f.unique++
 			f.first = s.Seq
 		}

@@ -89,11 +89,11 @@ func TestCounter(t *testing.T) {
 		{"untracked flow", []pkt{{1, MaxFlows, 0}, {1, 0, 0}}, FlowTotals{Packets: 2, Flows: 1, Untracked: 1}},
 		// A stamp far from its flow, either way, is not a loss.
 		{"forged far ahead", seq(0, 0, 1, 1<<63, 2), FlowTotals{Packets: 4, Flows: 1, Untracked: 1}},
-		{"jump at the bound", seq(0, 0, 1+MaxSeqJump-1), FlowTotals{Packets: 2, Lost: MaxSeqJump - 1, Flows: 1}},
-		{"jump past the bound", seq(0, 0, 1+MaxSeqJump), FlowTotals{Packets: 2, Flows: 1, Untracked: 1}},
+		{"jump at the bound", seq(0, 0, 1+MaxSeqAhead-1), FlowTotals{Packets: 2, Lost: MaxSeqAhead - 1, Flows: 1}},
+		{"jump past the bound", seq(0, 0, 1+MaxSeqAhead), FlowTotals{Packets: 2, Flows: 1, Untracked: 1}},
 		{"forged far behind", seq(0, 1<<40, 1<<40+1, 3), FlowTotals{Packets: 3, Flows: 1, Untracked: 1}},
-		{"behind at the bound", seq(0, 1<<40, 1<<40+1, 1<<40+2-MaxSeqJump), FlowTotals{Packets: 3, Flows: 1, Untracked: 1}},
-		{"behind within the bound", seq(0, 1<<40, 1<<40+1, 1<<40+3-MaxSeqJump), FlowTotals{Packets: 3, Reordered: 1, Lost: MaxSeqJump - 4, Flows: 1}},
+		{"behind at the bound", seq(0, 1<<40, 1<<40+1, 1<<40+2-MaxSeqBehind), FlowTotals{Packets: 3, Flows: 1, Untracked: 1}},
+		{"behind within the bound", seq(0, 1<<40, 1<<40+1, 1<<40+3-MaxSeqBehind), FlowTotals{Packets: 3, Reordered: 1, Flows: 1}},
 		// A GSO super-packet of 4 sent whole 3 times (clones), twice.
 		{"gso clones", seq(0, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7),
 			FlowTotals{Packets: 24, Duplicates: 16, Flows: 1}},
@@ -119,12 +119,22 @@ func TestCounter(t *testing.T) {
 		{"old repeats keep the loss", append(append(seqUpTo(500), seq(0, rangeSeq(900, 2100)...)...), seq(0, repeatSeq(0, 400)...)...),
 			FlowTotals{Packets: 2100, Lost: 400, Reordered: 400, Flows: 1}},
 		// A far stamp followed by the flow's next: the flow moved there.
-		{"far jump followed", seq(0, 0, 1+MaxSeqJump, 2+MaxSeqJump), FlowTotals{Packets: 3, Lost: MaxSeqJump, Flows: 1}},
-		{"far jump followed, reordered", seq(0, 0, 5+MaxSeqJump, 3+MaxSeqJump, 4+MaxSeqJump),
-			FlowTotals{Packets: 4, Lost: MaxSeqJump + 2, Reordered: 2, Flows: 1}},
-		{"far stamp repeated", seq(0, 0, 1+MaxSeqJump, 1+MaxSeqJump, 1), FlowTotals{Packets: 4, Flows: 1, Untracked: 2}},
+		{"far jump followed", seq(0, 0, 1+MaxSeqAhead, 2+MaxSeqAhead), FlowTotals{Packets: 3, Lost: MaxSeqAhead, Flows: 1}},
+		{"far jump followed, reordered", seq(0, 0, 5+MaxSeqAhead, 3+MaxSeqAhead, 4+MaxSeqAhead),
+			FlowTotals{Packets: 4, Lost: MaxSeqAhead + 2, Reordered: 2, Flows: 1}},
+		{"far stamp repeated", seq(0, 0, 1+MaxSeqAhead, 1+MaxSeqAhead, 1), FlowTotals{Packets: 4, Flows: 1, Untracked: 2}},
 		// One flipped high bit amid a flow: one untracked packet.
 		{"bit flip", append(seqUpTo(100), seq(0, 100|1<<31, 101, 102)...), FlowTotals{Packets: 103, Lost: 1, Flows: 1, Untracked: 1}},
+		// A flipped bit 10 to 15 (1024 to 32768 ahead): the genuine
+		// packets after it do not follow it, and are not lost.
+		{"bit 10 flip", append(append(seqUpTo(1000), seq(0, 1000|1<<10)...), seq(0, rangeSeq(1001, 3000)...)...),
+			FlowTotals{Packets: 3000, Lost: 1, Flows: 1, Untracked: 1}},
+		{"bit 15 flip", append(append(seqUpTo(1000), seq(0, 1000|1<<15)...), seq(0, rangeSeq(1001, 3000)...)...),
+			FlowTotals{Packets: 3000, Lost: 1, Flows: 1, Untracked: 1}},
+		// A burst of 100000 lost, then a late packet from before it
+		// between the first two after it.
+		{"burst then late", append(append(seqUpTo(1000), seq(0, 101000, 999)...), seq(0, rangeSeq(101001, 101100)...)...),
+			FlowTotals{Packets: 1101, Lost: 100000, Duplicates: 1, Flows: 1}},
 		{"forged near 2^32", append(seqUpTo(100), seq(0, 1<<32-1, 100, 101)...), FlowTotals{Packets: 103, Flows: 1, Untracked: 1}},
 		// A forged first stamp, then the genuine flow: it restarts there.
 		{"forged first", append(seq(0, 1<<40), seqUpTo(100)...), FlowTotals{Packets: 101, Flows: 2}},
@@ -707,4 +717,49 @@ func FuzzParseIMIX(f *testing.F) {
 			t.Fatalf("ParseIMIX(%q) = %v; written back, %v, %v", s, mix, again, err)
 		}
 	})
+}
+
+// TestCounterCorruptStamps counts genuine flows with random loss,
+// duplicates, reordering and a few stamps whose sequence number has one
+// bit flipped (bits 10 to 62, each at least MaxSeqAhead ahead or far
+// behind): lost stays the true loss plus the corrupted stamps' own
+// numbers, give or take a few, and the flow stays one.
+func TestCounterCorruptStamps(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		const n = 100000
+		var out []uint64
+		lost := 0
+		for s := range uint64(n) {
+			switch r.IntN(200) {
+			case 0, 1:
+				lost++
+				continue
+			case 2:
+				out = append(out, s)
+			}
+			out = append(out, s)
+		}
+		for i := range out {
+			if r.IntN(100) == 0 {
+				if j := i + 1 + r.IntN(40); j < len(out) {
+					out[i], out[j] = out[j], out[i]
+				}
+			}
+		}
+		corrupt := map[int]bool{}
+		for range 10 {
+			i := r.IntN(len(out))
+			out[i] ^= 1 << (10 + r.IntN(53))
+			corrupt[i] = true
+		}
+		var c Counter
+		for _, s := range out {
+			c.Add(Stamp{Run: 1, Seq: s})
+		}
+		tot := c.Totals()
+		if d := int(tot.Lost) - lost - len(corrupt); d < -len(corrupt) || d > len(corrupt) || tot.Flows != 1 || tot.Untracked > uint64(len(corrupt)) {
+			t.Errorf("seed %d: %+v; want lost near %d + %d corrupt, 1 flow", seed, tot, lost, len(corrupt))
+		}
+	}
 }
