@@ -23,7 +23,10 @@ type Class struct {
 	// without bound. A bounded class returns ErrExhausted when all its blocks
 	// are in use or sitting in caches; each Cache keeps at most Max/8 of
 	// them free (1 at least, CacheSize at most) and hands the rest back to
-	// the depot, where the other caches find them.
+	// the depot, where the other caches find them. Caches that only free
+	// a class (a transmitting device's) can still hold all of it between
+	// them when there are more than 8, or with a Max of 1: give such a
+	// class room for what they keep.
 	Max int
 	// ArenaBlocks is how many blocks each arena holds; 0 picks enough for
 	// about 256 KiB for the class's first arena and about 2 MiB for the

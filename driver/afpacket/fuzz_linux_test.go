@@ -82,8 +82,7 @@ func FuzzFrame(f *testing.F) {
 			if d.cfg.VnetHdr {
 				copy(blk[off+mac-vnetHdrLen:off+mac], vnet)
 			}
-			var got *skb.Buff
-			res := d.frame(blk, off, func(b *skb.Buff) { got = b })
+			got, res := d.frame(blk, off)
 			s := d.ctr.Snapshot()
 			switch {
 			case pkttype == unix.PACKET_OUTGOING:

@@ -79,31 +79,33 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 				break
 			}
 			next := int(ne.Uint32(blk[off+hNext:]))
-			switch d.frame(blk, off, h) {
+			b, what := d.frame(blk, off)
+			// The frame is copied out: the ring moves past it (and hands
+			// its block back after the last) before the handler runs, so
+			// that a handler that panics, and is recovered, does not get
+			// it again from the next Poll.
+			d.rxLeft--
+			d.rxOff = off + next
+			if d.rxLeft == 0 {
+				d.releaseBlock(base)
+				blocks++
+			}
+			switch what {
 			case delivered:
 				n++
+				h(b)
 			case deliveredUnparsed:
 				n++
 				unparsed++
+				h(b)
 			case skippedOutgoing:
 				outgoing++
 			}
-			d.rxLeft--
-			d.rxOff = off + next
 			if d.state.Load()&1 != 0 {
 				// Closed by the handler, or from another goroutine.
 				budget = n
 				break
 			}
-		}
-		if d.rxLeft == 0 {
-			// Every frame of the block is copied out: hand it back.
-			ring.Store32(d.rx, base+bdStatus, unix.TP_STATUS_KERNEL)
-			d.rxBlk++
-			if d.rxBlk == d.g.blockCount {
-				d.rxBlk = 0
-			}
-			blocks++
 		}
 	}
 	if unparsed != 0 {
@@ -134,25 +136,36 @@ const (
 	dropped
 )
 
+// releaseBlock hands the block at base back to the kernel, every frame of
+// it copied out, and moves to the next.
+func (d *Device) releaseBlock(base int) {
+	ring.Store32(d.rx, base+bdStatus, unix.TP_STATUS_KERNEL)
+	d.rxBlk++
+	if d.rxBlk == d.g.blockCount {
+		d.rxBlk = 0
+	}
+}
+
 // frame copies the frame whose tpacket3_hdr is at blk[off:] into a new
-// buffer and hands it to h.
-func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
+// buffer, for the handler, and says what became of it (delivered or
+// deliveredUnparsed: b is the handler's to get).
+func (d *Device) frame(blk []byte, off int) (*skb.Buff, int) {
 	hdr := blk[off : off+hSize : off+hSize]
 	snap := int(ne.Uint32(hdr[hSnaplen:]))
 	wire := int(ne.Uint32(hdr[hLen:]))
 	mac := int(ne.Uint16(hdr[hMac:]))
 	status := ne.Uint32(hdr[hStatus:])
 	if blk[off+sllPkttype] == unix.PACKET_OUTGOING && !d.cfg.Outgoing {
-		return skippedOutgoing
+		return nil, skippedOutgoing
 	}
 	if snap < wire {
 		d.ctr.RxDrop(netdev.DropTruncated, 1)
-		return dropped
+		return nil, dropped
 	}
 	start := off + mac
 	if mac < hSize || start+snap > len(blk) {
 		d.ctr.RxDrop(netdev.DropMalformed, 1)
-		return dropped
+		return nil, dropped
 	}
 	src := blk[start : start+snap]
 	vlan := status&unix.TP_STATUS_VLAN_VALID != 0 && snap >= 12
@@ -171,7 +184,7 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 		} else {
 			d.ctr.RxDrop(netdev.DropNoBuffer, 1)
 		}
-		return dropped
+		return nil, dropped
 	}
 	if d.extraHR != 0 {
 		b.Reserve(d.extraHR)
@@ -199,7 +212,7 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 	if perr != nil && d.cfg.DropMalformed {
 		d.cache.Free(b)
 		d.ctr.RxDrop(netdev.DropMalformed, 1)
-		return dropped
+		return nil, dropped
 	}
 	if f.NetworkOffset != 0 {
 		b.SetNetworkHeader(f.NetworkOffset)
@@ -240,11 +253,10 @@ func (d *Device) frame(blk []byte, off int, h netdev.Handler) int {
 	if n < d.cbreak {
 		d.ctr.RxCopybreak()
 	}
-	h(b)
 	if perr != nil {
-		return deliveredUnparsed
+		return b, deliveredUnparsed
 	}
-	return delivered
+	return b, delivered
 }
 
 // vnetGSO sets b's GSO fields from the virtio_net_hdr v that the kernel put

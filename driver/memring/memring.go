@@ -98,7 +98,7 @@ type Device struct {
 	state    atomic.Int32
 	released atomic.Bool
 	done     chan struct{} // closed by Close: wakes Wait
-	polling  bool          // Poll runs (the owner's goroutine): a nested one panics
+	polling  atomic.Bool   // Poll runs: a nested one (or another goroutine's) panics
 
 	peer  *Device
 	rx    *rxRing // filled by the peer's doorbell
@@ -254,7 +254,7 @@ func (d *Device) exit() {
 // exitPoll is exit for Poll, which marks the device as polling while it
 // runs.
 func (d *Device) exitPoll() {
-	d.polling = false
+	d.polling.Store(false)
 	d.exit()
 }
 
@@ -411,11 +411,10 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if !d.enter() {
 		return 0, errPollClosed
 	}
-	if d.polling {
+	if !d.polling.CompareAndSwap(false, true) {
 		d.exit()
 		netdev.NestedPoll("memring")
 	}
-	d.polling = true
 	defer d.exitPoll()
 	r := d.rx
 	n := 0

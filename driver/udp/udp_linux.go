@@ -432,21 +432,21 @@ func (d *Device) exit() {
 // A Poll entered while another runs (from its handler) panics, after
 // undoing its entry: see netdev.NestedPoll.
 func (d *Device) enterPoll() bool {
-	if s := d.state.Add(refOne + pollOne); s&closedBit == 0 && s&pollMask == pollOne {
+	s := d.state.Add(refOne + pollOne)
+	if s&closedBit == 0 && s&pollMask == pollOne {
 		return true
 	}
-	d.enterPollFailed()
+	d.enterPollFailed(s)
 	return false
 }
 
-// enterPollFailed undoes a failed enterPoll, out of line as enterFailed,
-// and panics for a nested one.
+// enterPollFailed undoes a failed enterPoll, whose entry left state s,
+// out of line as enterFailed, and panics for a nested one.
 //
 //go:noinline
-func (d *Device) enterPollFailed() {
-	s := d.state.Load()
+func (d *Device) enterPollFailed(s int64) {
 	d.exitPoll()
-	if s&closedBit == 0 && s&pollMask > pollOne {
+	if s&closedBit == 0 {
 		netdev.NestedPoll("udp")
 	}
 }

@@ -203,16 +203,20 @@ func (f *fake) Poll(budget int, h netdev.Handler) (int, error) {
 	}
 	f.polling = true
 	defer func() {
-		// A handler that panicked leaves the rest of the batch: drop it.
-		k := 0
+		// A handler that panicked leaves the rest of the batch: it goes
+		// back to the front of the link, for the next Poll.
+		var rest []*skb.Buff
 		for i, b := range f.batch {
 			if b != nil {
-				b.Free()
+				rest = append(rest, b)
 				f.batch[i] = nil
-				k++
 			}
 		}
-		f.ctr.RxDrop(netdev.DropClosed, k)
+		if len(rest) > 0 {
+			f.in.mu.Lock()
+			f.in.q = append(rest, f.in.q...)
+			f.in.mu.Unlock()
+		}
 		f.polling = false
 	}()
 	// The handler runs without f.mu, as it may Xmit or Close.

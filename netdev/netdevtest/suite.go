@@ -93,6 +93,9 @@ import (
 //   - poll in poll: a Poll handler that calls RX's Poll panics with
 //     netdev.NestedPoll's message, out of the outer Poll; RX then closes,
 //     and every buffer comes back.
+//   - panic in handler: a Poll handler that panics at its first packet
+//     (recovered by the caller) does not get that packet again: the Polls
+//     after it hand every other packet over once, and RX stays usable.
 //   - allocs: a steady-state cycle (allocate, fill and Xmit 64 packets,
 //     Flush, Poll them back, free them) allocates nothing
 //     (testing.AllocsPerRun), on a pool without debug mode.
@@ -126,6 +129,7 @@ func RunPool(t *testing.T, pc pool.Config, f Factory) {
 	t.Run("close race", func(t *testing.T) { testCloseRace(t, s) })
 	t.Run("xmit in poll", func(t *testing.T) { testXmitInPoll(t, s) })
 	t.Run("poll in poll", func(t *testing.T) { testPollInPoll(t, s) })
+	t.Run("panic in handler", func(t *testing.T) { testPanicInHandler(t, s) })
 	t.Run("allocs", func(t *testing.T) { testAllocs(t, s) })
 }
 
@@ -1118,5 +1122,49 @@ func testPollInPoll(t *testing.T, s *suite) {
 	}
 	if err := e.rx.Close(); err != nil && !errors.Is(err, pool.ErrLeak) {
 		t.Errorf("poll in poll: RX.Close after the panic: %v", err)
+	}
+}
+
+func testPanicInHandler(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
+	const count = 16
+	e.sendBurst(0, count, e.small, true)
+	if err := e.rx.Wait(deliverWait); err != nil {
+		t.Fatalf("panic in handler: RX.Wait(%v) with %d packets sent: %v", deliverWait, count, err)
+	}
+	got := map[uint32]int{}
+	take := func(b *skb.Buff) {
+		if seq, _, ok := e.pair.Seq(b); ok {
+			got[seq]++
+		}
+		b.Free()
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "handler panics" {
+				panic(r)
+			}
+		}()
+		e.rx.Poll(count, func(b *skb.Buff) {
+			take(b)
+			panic("handler panics")
+		})
+	}()
+	deadline := time.Now().Add(deliverWait)
+	for len(got) < count && time.Now().Before(deadline) {
+		if _, err := e.rx.Poll(count, take); err != nil {
+			t.Fatalf("panic in handler: RX.Poll after a handler's panic: %v", err)
+		}
+		if err := e.rx.Wait(10 * time.Millisecond); err != nil && !errors.Is(err, netdev.ErrTimeout) {
+			t.Fatalf("panic in handler: RX.Wait after a handler's panic: %v", err)
+		}
+	}
+	for seq, n := range got {
+		if n > 1 {
+			t.Errorf("panic in handler: packet %d handed over %d times", seq, n)
+		}
+	}
+	if len(got) < count && !e.pair.Lossy {
+		t.Errorf("panic in handler: %d of %d packets handed over", len(got), count)
 	}
 }
