@@ -111,6 +111,7 @@ type Device struct {
 	// readers instead, which the teardown waits for.
 	state     atomic.Int32
 	readers   life.Readers
+	cerr      closedErrs // the errors of the closed device
 	down      sync.Once
 	downDone  chan struct{}
 	downErr   error
@@ -143,7 +144,7 @@ func Open(ifname string, queue int, cfg Config) (*Device, error) {
 	case queue < 0:
 		return nil, fmt.Errorf("afxdp: open %s queue %d: %w", ifname, queue, netdev.ConfigErrorf(ErrConfig, "negative queue"))
 	}
-	d := &Device{ifname: ifname, queue: queue, cfg: c, wakeFD: -1, downDone: make(chan struct{}), fdPrivate: thread.Private()}
+	d := &Device{ifname: ifname, queue: queue, cfg: c, wakeFD: -1, downDone: make(chan struct{}), fdPrivate: thread.Private(), cerr: newClosedErrs(ifname, queue)}
 	if err := d.open(); err != nil {
 		d.teardown()
 		return nil, err
@@ -485,7 +486,7 @@ func (d *Device) Alloc(size int) (*skb.Buff, error) {
 		return nil, skb.ErrTooBig
 	}
 	if !d.enter() {
-		return nil, errAllocClosed
+		return nil, d.cerr.alloc
 	}
 	defer d.exit()
 	if d.mode.PrivateUMEM {
@@ -538,7 +539,7 @@ func (d *Device) Xmit(b *skb.Buff, more bool) error {
 	if !d.enter() {
 		b.Free()
 		d.ctr.TxDrop(netdev.DropClosed, 1)
-		return errXmitClosed
+		return d.cerr.xmit
 	}
 	defer d.exit()
 	n := b.Len()
@@ -611,7 +612,7 @@ func (d *Device) endBatch(more bool, err error) error {
 // netdev.ErrClosed.
 func (d *Device) Flush() error {
 	if !d.enter() {
-		return errFlushClosed
+		return d.cerr.flush
 	}
 	defer d.exit()
 	if d.sock.TX.Size() == 0 {
@@ -798,7 +799,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		panic("afxdp: Poll with a nil handler")
 	}
 	if !d.enterPoll() {
-		return 0, errPollClosed
+		return 0, d.cerr.poll
 	}
 	defer d.exitPoll()
 	d.reap()
@@ -810,7 +811,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	if n == 0 {
 		d.refill() // frames the application freed go back to the kernel
 		if d.closed() {
-			return 0, errPollClosed
+			return 0, d.cerr.poll
 		}
 		if d.empty++; d.empty%linkPolls == 0 {
 			return 0, d.sockError("poll")
@@ -831,7 +832,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 				// the frames not handed over are dropped, and their
 				// buffers freed at the teardown as Poll returns.
 				d.ctr.RxDrop(netdev.DropClosed, int(n-k-1))
-				return got, errPollClosed
+				return got, d.cerr.poll
 			}
 		}
 		rx.Consume(c)
@@ -839,7 +840,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		d.refill()
 		if n -= c; n == 0 {
 			if d.closed() {
-				return got, errPollClosed // closed from another goroutine meanwhile
+				return got, d.cerr.poll // closed from another goroutine meanwhile
 			}
 			return got, nil
 		}
@@ -977,7 +978,7 @@ func (d *Device) copyOut(c *pool.Cache, b *skb.Buff) *skb.Buff {
 // fill ring first, so that frames the application freed can be received.
 func (d *Device) Wait(timeout time.Duration) error {
 	if !d.enter() {
-		return errWaitClosed
+		return d.cerr.wait
 	}
 	defer d.exit()
 	rx := &d.sock.RX
@@ -1037,7 +1038,7 @@ func (d *Device) Wait(timeout time.Duration) error {
 			return nil
 		}
 		if d.closed() {
-			return errWaitClosed
+			return d.cerr.wait
 		}
 		if _, ok := left(0); !ok {
 			return d.timedOut()
@@ -1150,7 +1151,7 @@ func (d *Device) Close() error {
 		old := d.state.Load()
 		if old&1 != 0 {
 			d.exit()
-			return errCloseAgain
+			return d.cerr.again
 		}
 		if d.state.CompareAndSwap(old, old|1) {
 			break

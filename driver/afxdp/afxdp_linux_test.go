@@ -948,8 +948,8 @@ func TestWaitHonoursClose(t *testing.T) {
 			}()
 			select {
 			case err := <-done:
-				if !errors.Is(err, netdev.ErrClosed) {
-					t.Errorf("wait: %v, want ErrClosed", err)
+				if !errors.Is(err, netdev.ErrClosed) || !strings.Contains(err.Error(), d.Ifname()) {
+					t.Errorf("wait: %v, want ErrClosed naming %s", err, d.Ifname())
 				}
 			case <-time.After(2 * time.Second):
 				t.Fatalf("Wait still blocked 2s after Close")

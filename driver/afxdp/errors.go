@@ -20,13 +20,16 @@ var (
 	ErrShortFrame = errors.New("afxdp: frame shorter than an Ethernet header")
 )
 
-// The errors of a closed device, made once so that returning one allocates
-// nothing; each matches netdev.ErrClosed.
-var (
-	errAllocClosed = fmt.Errorf("afxdp: alloc: %w", netdev.ErrClosed)
-	errXmitClosed  = fmt.Errorf("afxdp: xmit: %w", netdev.ErrClosed)
-	errFlushClosed = fmt.Errorf("afxdp: flush: %w", netdev.ErrClosed)
-	errPollClosed  = fmt.Errorf("afxdp: poll: %w", netdev.ErrClosed)
-	errWaitClosed  = fmt.Errorf("afxdp: wait: %w", netdev.ErrClosed)
-	errCloseAgain  = fmt.Errorf("afxdp: close: %w", netdev.ErrClosed)
-)
+// closedErrs are the errors of a closed device, made once at Open so
+// that returning one allocates nothing; each names the interface and
+// queue, as the device's other errors do, and matches netdev.ErrClosed.
+type closedErrs struct {
+	alloc, xmit, flush, poll, wait, again error
+}
+
+func newClosedErrs(ifname string, queue int) closedErrs {
+	e := func(op string) error {
+		return fmt.Errorf("afxdp: %s %s queue %d: %w", op, ifname, queue, netdev.ErrClosed)
+	}
+	return closedErrs{alloc: e("alloc"), xmit: e("xmit"), flush: e("flush"), poll: e("poll"), wait: e("wait"), again: e("close")}
+}
