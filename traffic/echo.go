@@ -130,7 +130,9 @@ type echoer struct {
 // to the device's MAC, untagged, from one station to one (not from or to
 // a broadcast or multicast address, nor from an unspecified or loopback
 // address or port 0: the answer's addresses are the request's, swapped),
-// and its checksums hold (see badSum); the others count in Other.
+// its IPv6 options are ones the host would take (no unknown option that
+// asks for the packet's discard, padding all zero), and its checksums hold
+// (see badSum); the others count in Other.
 // The answers of one Poll share one doorbell (with a Budget of 1, each
 // answer rings its own at once). It runs on dev's goroutine until its
 // bounds or ctx end it, and returns an error wrapping ErrConfig for an
@@ -315,7 +317,7 @@ func (e *echoer) reflect(b *skb.Buff) (int, bool) {
 	if e.cfg.Addr.IsValid() && frameDst(data, f) != e.cfg.Addr {
 		return 0, false
 	}
-	if !toHost(data, f, e.mac, e.macOK, false) || !answerable(data, f) || e.badSum(b, data, f) {
+	if !toHost(data, f, e.mac, e.macOK, false) || !answerable(data, f) || !ipv6OptionsOK(data, f) || e.badSum(b, data, f) {
 		return 0, false
 	}
 	if b.Cloned() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/skbdev/skb/header"
 	"github.com/skbdev/skb/netdev"
@@ -173,4 +174,54 @@ func answerable(p []byte, f *header.Frame) bool {
 		return false
 	}
 	return header.UDP(p[f.TransportOffset:]).SourcePort() != 0
+}
+
+// ipv6OptionsOK reports whether the Hop-by-Hop and Destination Options
+// headers of the IPv6 frame p, parsed as f, are ones the host's stack
+// would take (RFC 8200 section 4.2, as the kernel's ip6_parse_tlv): no
+// option it does not know whose type asks for the packet to be discarded,
+// and padding that is padding (PadN of at most 5 data bytes, all zero,
+// RFC 4942 section 2.1.9.5). A frame that is not IPv6, or has no such
+// header, passes.
+func ipv6OptionsOK(p []byte, f *header.Frame) bool {
+	if f.EtherType != header.EtherTypeIPv6 || f.TransportOffset == 0 {
+		return true
+	}
+	n := f.NetworkOffset
+	next, off := p[n+6], n+header.IPv6HeaderLen
+	for off < f.TransportOffset {
+		switch next {
+		case header.IPProtoHopByHop, header.IPProtoDstOpts:
+			h, err := header.ParseIPv6Options(p[off:f.TransportOffset])
+			if err != nil {
+				return false
+			}
+			it := header.NewIPv6OptionIterator(h.Options())
+			for typ, data, ok := it.Next(); ok; typ, data, ok = it.Next() {
+				switch typ {
+				case header.IPv6OptionPad1:
+				case header.IPv6OptionPadN:
+					if len(data) > 5 || slices.ContainsFunc(data, func(b byte) bool { return b != 0 }) {
+						return false
+					}
+				case header.IPv6OptionTunnelLimit, header.IPv6OptionRouterAlert, header.IPv6OptionHomeAddress:
+				default:
+					if header.IPv6OptionUnknownAction(typ) != header.IPv6OptionSkip {
+						return false
+					}
+				}
+			}
+			if it.Err() != nil {
+				return false
+			}
+			next, off = h.NextHeader(), off+h.HeaderLen()
+		case header.IPProtoFragment:
+			next, off = p[off], off+header.IPv6FragmentHeaderLen
+		case header.IPProtoRouting, header.IPProtoAH:
+			return true // the kernel's own rules for these; not ours to judge
+		default:
+			return true
+		}
+	}
+	return true
 }

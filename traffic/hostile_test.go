@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"context"
+	"encoding/binary"
 	"net/netip"
 	"testing"
 	"time"
@@ -123,6 +124,56 @@ func TestToHost(t *testing.T) {
 		}
 		if got := toHost(p, &f, own, true, false); got != tc.answer {
 			t.Errorf("%s: echo takes it %v, want %v", tc.name, got, tc.answer)
+		}
+	}
+}
+
+// withDstOpts returns the IPv6 frame p, parsed as f, with a Destination
+// Options header holding opts (padded by the caller to 8n-2 bytes)
+// between its IPv6 header and its UDP header.
+func withDstOpts(p []byte, f *header.Frame, opts []byte) []byte {
+	n := f.NetworkOffset
+	ext := append([]byte{p[n+6], byte((len(opts)+2)/8 - 1)}, opts...)
+	out := append(append(append([]byte{}, p[:n+header.IPv6HeaderLen]...), ext...), p[n+header.IPv6HeaderLen:]...)
+	ip := header.IPv6(out[n:])
+	out[n+6] = header.IPProtoDstOpts
+	binary.BigEndian.PutUint16(out[n+4:n+6], ip.PayloadLen()+uint16(len(ext)))
+	return out
+}
+
+// TestLinkIPv6Options checks that link-layer sinks and echo servers take
+// an IPv6 frame's Destination Options as the host's stack does: an
+// unknown option whose type says skip passes; one that says discard, and
+// PadN that is not padding, make the frame other.
+func TestLinkIPv6Options(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []byte
+		ok   bool
+	}{
+		{"unknown, skip", []byte{0x3e, 4, 0, 0, 0, 0}, true},
+		{"padding", []byte{1, 4, 0, 0, 0, 0}, true},
+		{"unknown, discard", []byte{0x7e, 4, 0, 0, 0, 0}, false},
+		{"unknown, discard and ICMP", []byte{0xbe, 4, 0, 0, 0, 0}, false},
+		{"PadN not zero", []byte{1, 4, 0, 0, 1, 0}, false},
+		{"PadN of 6", []byte{1, 6, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}, false},
+	} {
+		p := hostileFrame(t, func(u *header.UDPFrame) {
+			u.SourceIP, u.DestinationIP = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2")
+		}, nil)
+		var f header.Frame
+		if err := header.ParseFrameInto(p, &f); err != nil {
+			t.Fatal(err)
+		}
+		p = withDstOpts(p, &f, tc.opts)
+		if err := header.ParseFrameInto(p, &f); err != nil || f.Protocol != header.IPProtoUDP {
+			t.Fatalf("%s: %v, protocol %d", tc.name, err, f.Protocol)
+		}
+		if err := f.VerifyChecksum(p); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := ipv6OptionsOK(p, &f); got != tc.ok {
+			t.Errorf("%s: taken %v, want %v", tc.name, got, tc.ok)
 		}
 	}
 }

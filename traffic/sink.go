@@ -94,7 +94,10 @@ type SinkConfig struct {
 	// checksums fail, as the kernel drops them, since a stamp in a corrupt
 	// frame is not to be trusted: the IPv4 header's checksum always, and
 	// on a ChecksumStater the UDP checksum of a frame the device left
-	// CHECKSUM_NONE (neither verified nor still to be computed).
+	// CHECKSUM_NONE (neither verified nor still to be computed). So do
+	// frames the host's stack would not take in: to another station's MAC
+	// (on a device that reports its own), VLAN-tagged, or with IPv6
+	// options it must discard the packet for.
 	Link  bool
 	Port  uint16
 	Ports int
@@ -176,8 +179,8 @@ type SinkResult struct {
 	Flows      int
 
 	// Other counts frames a link-layer sink did not count: not UDP, not to
-	// its port, IP fragments, not parsable, or failing a checksum (see
-	// SinkConfig.Link).
+	// its port, IP fragments, not parsable, failing a checksum, or not for
+	// this host (see SinkConfig.Link).
 	Other uint64
 
 	// KernelDrops is the growth of rx_dropped_kernel: datagrams or frames
@@ -361,7 +364,7 @@ func (s *Sink) handle(b *skb.Buff) {
 		data := b.Data()
 		f := &s.frame
 		err := header.ParseFrameInto(data, f)
-		if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment || !toHost(data, f, s.mac, s.macOK, true) {
+		if err != nil || f.PayloadOffset == 0 || f.Protocol != header.IPProtoUDP || f.Fragment || !toHost(data, f, s.mac, s.macOK, true) || !ipv6OptionsOK(data, f) {
 			s.other++
 			s.cache.Free(b)
 			return

@@ -74,8 +74,8 @@ Over a link-layer device (--dev afpacket:IFNAME, afxdp:IFNAME) the server
 answers, with the frame's addresses swapped, only what the host's own stack
 would: a frame to the interface's MAC, without a VLAN tag, from one
 station's unicast MAC and address (not 0.0.0.0, loopback, broadcast or
-multicast, nor port 0) to a unicast address, whose checksums hold; the rest
-count as other frames. An answer the device refuses counts in errors, and
+multicast, nor port 0) to a unicast address, whose checksums hold and
+whose IPv6 options the host would take; the rest count as other frames. An answer the device refuses counts in errors, and
 the first refusal's reason is printed on stderr ("first_error" in --json).
 
 A request without a reply within --timeout (default 1s, from its send to
