@@ -12,7 +12,7 @@ type Arena struct {
 	blocks    int
 	huge      bool // backed by explicit huge pages (MAP_HUGETLB)
 	thp       bool // transparent huge pages were requested (MADV_HUGEPAGE)
-	aligned   bool // mapped by mapAligned (unmapped with MunmapPtr)
+	mapped    int  // bytes mapped with MmapPtr (huge pages: whole ones), 0 for unix.Mmap
 	heap      bool // Go heap memory (platforms without mmap)
 }
 

@@ -96,9 +96,8 @@ type Config struct {
 	// HugePages backs arenas with huge pages (MAP_HUGETLB), falling back to
 	// transparent huge pages (MADV_HUGEPAGE; the kernel's
 	// transparent_hugepage setting must be madvise or always), for which
-	// each arena is mapped from a huge page boundary and, with
-	// Class.ArenaBlocks 0, holds at least one whole huge page; and then
-	// base pages.
+	// each arena is mapped as whole huge pages from a huge page boundary;
+	// and then base pages.
 	HugePages bool
 	// Debug records allocation and free sites, detects double frees with both
 	// sites named, poisons freed data with 0x6b (SLUB's POISON_FREE), delays
@@ -331,11 +330,6 @@ func (p *Pool) grow(c *class) error {
 			// waited on them.
 			n = max(16, firstArenaBytes/c.cfg.Size)
 		}
-	}
-	if p.cfg.HugePages && c.cfg.ArenaBlocks == 0 && !c.cfg.Contiguous {
-		// Whole huge pages: an arena of the 68 KiB class's 30 blocks
-		// (2088960 bytes) holds none.
-		n = (roundUp(n*c.cfg.Size, hugePageSize) + c.cfg.Size - 1) / c.cfg.Size
 	}
 	if c.cfg.Max > 0 {
 		n = min(n, c.cfg.Max-c.blocks)
