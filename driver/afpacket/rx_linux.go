@@ -53,7 +53,10 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		return 0, nil
 	}
 	n := 0
-	var unparsed, outgoing, blocks uint64
+	// The ring's counts of this Poll, added to the device's once, when it
+	// returns (also when a handler panics).
+	var c ringCounts
+	defer d.addRingCounts(&c)
 	bs := d.g.blockSize
 	for n < budget {
 		base := d.rxBlk * bs
@@ -67,15 +70,24 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 			}
 			d.rxLeft = int(ne.Uint32(d.rx[base+bdNumPkts:]))
 			d.rxOff = int(ne.Uint32(d.rx[base+bdFirstPkt:]))
+			if d.rxLeft == 0 {
+				// An empty block (the kernel never retires one): hand
+				// it back, or it would be read again for ever.
+				d.releaseBlock(base)
+				c.blocks++
+				continue
+			}
 		}
 		blk := d.rx[base : base+bs : base+bs]
 		for d.rxLeft > 0 && n < budget {
 			off := d.rxOff
 			if off < bdHeaderSize || off > bs-hSize {
 				// The kernel never writes this; stop reading the block
-				// rather than read outside it.
+				// rather than read outside it, and hand it back.
 				d.ctr.RxDrop(netdev.DropMalformed, d.rxLeft)
 				d.rxLeft = 0
+				d.releaseBlock(base)
+				c.blocks++
 				break
 			}
 			next := int(ne.Uint32(blk[off+hNext:]))
@@ -88,7 +100,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 			d.rxOff = off + next
 			if d.rxLeft == 0 {
 				d.releaseBlock(base)
-				blocks++
+				c.blocks++
 			}
 			switch what {
 			case delivered:
@@ -96,10 +108,10 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 				h(b)
 			case deliveredUnparsed:
 				n++
-				unparsed++
+				c.unparsed++
 				h(b)
 			case skippedOutgoing:
-				outgoing++
+				c.outgoing++
 			}
 			if d.state.Load()&1 != 0 {
 				// Closed by the handler, or from another goroutine.
@@ -107,15 +119,6 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 				break
 			}
 		}
-	}
-	if unparsed != 0 {
-		d.ext.unparsed.Add(unparsed)
-	}
-	if outgoing != 0 {
-		d.ext.outgoing.Add(outgoing)
-	}
-	if blocks != 0 {
-		d.ext.blocks.Add(blocks)
 	}
 	if d.state.Load()&1 != 0 {
 		return n, d.errs.pollClosed
@@ -135,6 +138,22 @@ const (
 	skippedOutgoing
 	dropped
 )
+
+// ringCounts are one Poll's counts for RingStats.
+type ringCounts struct{ unparsed, outgoing, blocks uint64 }
+
+// addRingCounts adds one Poll's counts to the device's.
+func (d *Device) addRingCounts(c *ringCounts) {
+	if c.unparsed != 0 {
+		d.ext.unparsed.Add(c.unparsed)
+	}
+	if c.outgoing != 0 {
+		d.ext.outgoing.Add(c.outgoing)
+	}
+	if c.blocks != 0 {
+		d.ext.blocks.Add(c.blocks)
+	}
+}
 
 // releaseBlock hands the block at base back to the kernel, every frame of
 // it copied out, and moves to the next.
