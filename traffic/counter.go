@@ -100,9 +100,9 @@ type FlowTotals struct {
 // remembers of the sequence numbers below its highest), or behind it
 // (65536), to count at once. A
 // stamp past them is held, as untracked, and counts only when one of the
-// flow's next stamps that is itself that far follows it (less than 1024
-// sequence numbers after it or 64 before, and not a repeat of it), before
-// 8 others come: the flow then moved there. Ahead, the sequence numbers
+// flow's next 9 stamps follows it (a repeat of it, or one less than 64
+// before it, or after it less than 65536 when it was ahead of the flow,
+// 1024 when behind): the flow then moved there. Ahead, the sequence numbers
 // between count as lost, as any gap's do (a burst of loss); behind, the
 // flow's count restarts there, the figures so far kept in the totals as a
 // flow of their own (a forged first stamp, then the genuine flow). So one
@@ -110,9 +110,9 @@ type FlowTotals struct {
 // AF_XDP receiver does not catch by the UDP checksum) costs one untracked
 // packet, rather than up to 2^63 lost ones with every later packet
 // reordered; a stamp taken at once is never so far ahead that the genuine
-// packets after it fall out of the window. A flow seen so sparsely that
-// each of its stamps is more than 960 past the one before (more than
-// 99.8% of it lost) counts as untracked.
+// packets after it fall out of the window. A flow that keeps losing more
+// than 960 at a time counts whole, each stamp held until the next follows
+// it (its last may stay untracked).
 const (
 	MaxSeqAhead  = dupWindow - 64
 	MaxSeqBehind = 1 << 16
@@ -137,14 +137,22 @@ const heldFor = 8
 // behind it, less one, and must not confirm it.
 const followBehind = 64
 
-// follows reports whether seq follows the held sequence number pend: it
-// is less than dupWindow ahead of it, or less than followBehind behind, and
-// not pend itself.
-func follows(pend, seq uint64) bool {
-	if seq >= pend {
-		return seq != pend && seq-pend < dupWindow
+// follows reports whether seq follows the sequence number pend, held
+// from a flow whose next expected is next: it is pend again (a clone of
+// it), or less than followBehind behind it, or ahead of it by less than
+// MaxSeqBehind when pend was ahead of the flow (a flow that keeps losing
+// more than MaxSeqAhead at a time), less than dupWindow when it was behind
+// (the flow starts again there). The genuine stamps after a corrupt one
+// lie behind it by 1023 or more when it was ahead of the flow, and ahead
+// of it by MaxSeqBehind, less a reordering, when it was behind.
+func follows(pend, next, seq uint64) bool {
+	switch {
+	case seq < pend:
+		return pend-seq < followBehind
+	case pend >= next:
+		return seq-pend < MaxSeqBehind
 	}
-	return pend-seq < followBehind
+	return seq-pend < dupWindow
 }
 
 // Counter counts stamped packets per flow, for loss, reordering and
@@ -245,35 +253,44 @@ func (c *Counter) Add(s Stamp) {
 		return
 	}
 	f.last, f.epoch = c.packets, c.epoch
-	if f.active && far(f.next, s.Seq) {
-		if !f.held || !follows(f.pend, s.Seq) {
-			f.held, f.pend, f.heldN = true, s.Seq, 0
-			c.untracked++
-			return
-		}
+	switch {
+	case f.active && f.held && follows(f.pend, f.next, s.Seq):
 		// The flow moved to the held stamp, which counts now.
 		c.untracked--
-		c.moveTo(f, s.Run)
 		f.held = false
-	}
-	// A stamp near the flow leaves a held one held for a few more (a late
-	// packet from before a burst of loss may come between the stamp after
-	// the burst and the one that follows it), not for long: a bit of the
-	// sequence number flipped again, in a later stamp, must not follow
-	// the first.
-	if f.held {
+		c.moveTo(f, s.Run)
+	case f.active && far(f.next, s.Seq):
+		f.held, f.pend, f.heldN = true, s.Seq, 0
+		c.untracked++
+		return
+	case f.held:
+		// A stamp near the flow leaves a held one held for a few more (a
+		// late packet from before a burst of loss may come between the
+		// stamp after the burst and the one that follows it), not for
+		// long: a bit of the sequence number flipped again, in a later
+		// stamp, must not follow the first.
 		if f.heldN++; f.heldN > heldFor {
 			f.held = false
 		}
 	}
-	w, bit := (s.Seq/64)%dupWords, uint64(1)<<(s.Seq%64)
-	switch {
-	case !f.active:
+	if !f.active {
 		*f = flowState{run: s.Run, active: true, first: s.Seq, next: s.Seq + 1, unique: 1, last: c.packets, epoch: c.epoch}
-	case s.Seq >= f.next:
-		f.advance(s.Seq)
+		f.seen[(s.Seq/64)%dupWords] |= 1 << (s.Seq % 64)
+		return
+	}
+	f.place(s.Seq)
+}
+
+// place counts the sequence number seq in f, an active flow: ahead of it
+// as its highest, within its window as late or a duplicate, older than the
+// window as late (see FlowTotals.Reordered).
+func (f *flowState) place(seq uint64) {
+	w, bit := (seq/64)%dupWords, uint64(1)<<(seq%64)
+	switch {
+	case seq >= f.next:
+		f.advance(seq)
 		f.unique++
-	case (f.next-1)/64-s.Seq/64 >= dupWords:
+	case (f.next-1)/64-seq/64 >= dupWords:
 		// Older than the window: a late packet or a late repeat, which
 		// the flow no longer tells apart, so it does not make up for a
 		// gap (repeats of an old packet would hide real loss). Just below
@@ -281,9 +298,9 @@ func (c *Counter) Add(s Stamp) {
 		// counts, and the flow's span starts there (further below, it
 		// may be a corrupt stamp, which must not widen the span).
 		f.reord++
-		if s.Seq < f.first && f.first-s.Seq < dupWindow {
+		if seq < f.first && f.first-seq < dupWindow {
 			f.unique++
-			f.first = s.Seq
+			f.first = seq
 		}
 		return
 	case f.seen[w]&bit != 0:
@@ -292,7 +309,7 @@ func (c *Counter) Add(s Stamp) {
 	default:
 		f.unique++
 		f.reord++
-		f.first = min(f.first, s.Seq)
+		f.first = min(f.first, seq)
 	}
 	f.seen[w] |= bit
 }
@@ -303,14 +320,13 @@ func (c *Counter) Add(s Stamp) {
 // figures so far folded into the totals.
 func (c *Counter) moveTo(f *flowState, run uint32) {
 	p := f.pend
-	if p >= f.next {
-		f.advance(p)
-		f.unique++
-	} else {
+	if p < f.next && far(f.next, p) {
 		c.fold(f)
 		*f = flowState{run: run, active: true, first: p, next: p + 1, unique: 1, last: c.packets, epoch: c.epoch}
+		f.seen[(p/64)%dupWords] |= 1 << (p % 64)
+		return
 	}
-	f.seen[(p/64)%dupWords] |= 1 << (p % 64)
+	f.place(p)
 }
 
 // otherRun returns the flow state for s, whose run is not the one in its

@@ -122,7 +122,17 @@ func TestCounter(t *testing.T) {
 		{"far jump followed", seq(0, 0, 1+MaxSeqAhead, 2+MaxSeqAhead), FlowTotals{Packets: 3, Lost: MaxSeqAhead, Flows: 1}},
 		{"far jump followed, reordered", seq(0, 0, 5+MaxSeqAhead, 3+MaxSeqAhead, 4+MaxSeqAhead),
 			FlowTotals{Packets: 4, Lost: MaxSeqAhead + 2, Reordered: 2, Flows: 1}},
-		{"far stamp repeated", seq(0, 0, 1+MaxSeqAhead, 1+MaxSeqAhead, 1), FlowTotals{Packets: 4, Flows: 1, Untracked: 2}},
+		// A far stamp sent again (clones) confirms itself.
+		{"far stamp cloned", seq(0, 0, 1+MaxSeqAhead, 1+MaxSeqAhead, 1), FlowTotals{Packets: 4, Lost: MaxSeqAhead - 1, Reordered: 1, Duplicates: 1, Flows: 1}},
+		{"clones across a burst", seq(0, 0, 0, 1, 1, 2000, 2000, 2001, 2001), FlowTotals{Packets: 8, Lost: 1998, Duplicates: 4, Flows: 1}},
+		// The first packet after a burst of loss reordered ahead of the
+		// ones after it: 100 to 1007 lost.
+		{"burst, reordered at its edge", append(append(append(seqUpTo(100), seq(0, 1070)...), seq(0, rangeSeq(1008, 1070)...)...), seq(0, rangeSeq(1071, 1100)...)...),
+			FlowTotals{Packets: 192, Lost: 908, Reordered: 62, Flows: 1}},
+		// A flow losing 1499 of every 1500: each stamp held until the
+		// next follows it; the last may stay untracked.
+		{"sparse", seq(0, 0, 1500, 3000, 4500, 6000), FlowTotals{Packets: 5, Lost: 5996, Flows: 1}},
+		{"sparse, the last held", seq(0, 0, 1500, 3000, 4500), FlowTotals{Packets: 4, Lost: 2998, Flows: 1, Untracked: 1}},
 		// One flipped high bit amid a flow: one untracked packet.
 		{"bit flip", append(seqUpTo(100), seq(0, 100|1<<31, 101, 102)...), FlowTotals{Packets: 103, Lost: 1, Flows: 1, Untracked: 1}},
 		// A flipped bit 10 to 15 (1024 to 32768 ahead): the genuine
@@ -760,6 +770,33 @@ func TestCounterCorruptStamps(t *testing.T) {
 		tot := c.Totals()
 		if d := int(tot.Lost) - lost - len(corrupt); d < -len(corrupt) || d > len(corrupt) || tot.Flows != 1 || tot.Untracked > uint64(len(corrupt)) {
 			t.Errorf("seed %d: %+v; want lost near %d + %d corrupt, 1 flow", seed, tot, lost, len(corrupt))
+		}
+	}
+}
+
+// TestCounterHeavyLoss counts flows that keep only a few of every
+// thousand packets, so that most gaps are over MaxSeqAhead: each stamp is
+// held until the next follows it, and lost plus the counted packets is
+// what was sent, but for the last stamp (which may stay untracked).
+func TestCounterHeavyLoss(t *testing.T) {
+	for _, keep := range []int{30, 10, 5} { // per 10000
+		r := rand.New(rand.NewPCG(uint64(keep), 2))
+		var c Counter
+		const n = 2000000
+		var prev, last uint64
+		for s := range uint64(n) {
+			if s == 0 || r.IntN(10000) < keep {
+				c.Add(Stamp{Run: 1, Seq: s})
+				prev, last = last, s
+			}
+		}
+		tot := c.Totals()
+		end := last + 1 // the span counted: up to the last stamp,
+		if tot.Untracked == 1 {
+			end = prev + 1 // or the one before when the last is held
+		}
+		if tot.Untracked > 1 || tot.Packets-tot.Untracked+tot.Lost != end || tot.Flows != 1 {
+			t.Errorf("keeping %d in 10000: %+v; want lost + counted = %d, at most 1 untracked", keep, tot, end)
 		}
 	}
 }

@@ -117,8 +117,8 @@ every sequence number in those gaps, so it also counts what the sender
 stamped but could not send (pktgen's errors, such as a full transmit ring):
 for a sink started first, lost less pktgen's errors is what the path lost.
 A stamp 960 or more ahead of where its flow is, or 65536 behind, counts
-as unstamped (a corrupt or forged one), unless the flow's next stamp
-follows it (the flow moved there: a burst of loss); a packet older than
+as unstamped (a corrupt or forged one), unless one of the flow's next
+few stamps follows it (the flow moved there: a burst of loss); a packet older than
 the flow's last 1024 counts as reordered and, as it may be a repeat, does
 not make up for its gap in lost.
 Each pktgen run counts as flows of its own (runs
