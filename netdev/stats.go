@@ -79,7 +79,10 @@ func (r FallbackReason) String() string {
 // Stats is a snapshot of a device's counters. Field names follow ethtool -S
 // (see Each for the exact names). Packets and bytes count what the device
 // moved: bytes are packet lengths (skb Len) without any virtio or socket
-// header. A GSO super-packet counts as its segments in packets.
+// header. A GSO super-packet counts as its segments in packets; a drop
+// counts what was dropped as the driver or the kernel saw it, so a
+// super-packet dropped whole (rx_dropped_kernel when the socket's queue
+// was full, say) counts once there, and rx_copybreak counts buffers.
 type Stats struct {
 	RxPackets   uint64                 // rx_packets: handed to Poll's handler
 	RxBytes     uint64                 // rx_bytes
