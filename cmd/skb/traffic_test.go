@@ -398,7 +398,9 @@ func TestPingPongWildcard(t *testing.T) {
 	} {
 		port := freePorts(t, 1)
 		listen := net.JoinHostPort(tc.listen, strconv.Itoa(port))
-		args := []string{"pingpong", "--server", "--listen", listen, "--pktinfo", "--idle", "300ms", "-t", "10s"}
+		// An idle time well over a loaded machine's start of the next
+		// client process.
+		args := []string{"pingpong", "--server", "--listen", listen, "--pktinfo", "--idle", "1500ms", "-t", "10s"}
 		if tc.busy {
 			args = append(args, "--busy-poll")
 		}
