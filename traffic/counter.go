@@ -25,7 +25,7 @@ type flowState struct {
 	last   uint64 // the Counter's packet count at the flow's last packet
 	epoch  uint64 // the Counter's epoch at the flow's last packet (Age)
 	// pend is the sequence number of the flow's last stamp when held:
-	// MaxSeqAhead ahead of next or MaxSeqBehind behind, counted as untracked until the
+	// MaxSeqAhead ahead of next or more, counted as untracked until the
 	// flow's next stamp follows it (see Add).
 	pend uint64
 	// seen is a ring of bits, one per sequence number: bit s%64 of word
@@ -71,9 +71,10 @@ type FlowTotals struct {
 	// arrived before: RFC 4737's reordered packets (sequence number below
 	// the next expected), duplicates excepted. A packet whose sequence
 	// number is older than the flow remembers (see Duplicates) counts here
-	// even if it is a repeat, and does not make up for its gap in Lost
-	// (it may be a repeat), unless it is less than 1024 below the lowest
-	// seen.
+	// even if it is a repeat, and makes up for its gap in Lost (unless it
+	// is 1024 or more below the lowest seen): packets held back that long
+	// are far more common than repeats that late, each of which hides a
+	// loss.
 	Reordered uint64
 	// Duplicates counts the packets whose sequence number had already
 	// arrived in their flow, right after the first copy or later (as the
@@ -87,45 +88,38 @@ type FlowTotals struct {
 	Flows int
 	// Untracked counts stamps whose flow number is MaxFlows or more, whose
 	// sequence number is MaxSeqAhead or more ahead of the next one their
-	// flow expects, or MaxSeqBehind behind it, and not followed by the
-	// flow's next stamp (a forged or corrupt stamp, not a loss: see
-	// MaxSeqAhead), or whose (run,
+	// flow expects and not followed by the flow's next stamps (a stamp
+	// from elsewhere, not a loss: see MaxSeqAhead), or whose (run,
 	// flow) found no room among the 64 counted beside the flow table (see
 	// Counter): they count in Packets only.
 	Untracked uint64
 }
 
-// MaxSeqAhead and MaxSeqBehind bound how far a stamp's sequence number may
-// be ahead of the next one its flow expects (960, the least a flow
-// remembers of the sequence numbers below its highest), or behind it
-// (65536), to count at once. A
-// stamp past them is held, as untracked, and counts only when one of the
-// flow's next 9 stamps follows it (a repeat of it, or one less than 64
-// before it, or after it less than 65536 when it was ahead of the flow,
-// 1024 when behind): the flow then moved there. Ahead, the sequence numbers
-// between count as lost, as any gap's do (a burst of loss); behind, the
-// flow's count restarts there, the figures so far kept in the totals as a
-// flow of their own (a forged first stamp, then the genuine flow). So one
-// corrupt or forged stamp (a flipped bit of the sequence number, which an
-// AF_XDP receiver does not catch by the UDP checksum) costs one untracked
-// packet, rather than up to 2^63 lost ones with every later packet
-// reordered; a stamp taken at once is never so far ahead that the genuine
-// packets after it fall out of the window. A flow that keeps losing more
-// than 960 at a time counts whole, each stamp held until the next follows
-// it (its last may stay untracked).
-const (
-	MaxSeqAhead  = dupWindow - 64
-	MaxSeqBehind = 1 << 16
-)
+// MaxSeqAhead bounds how far ahead of the next sequence number its flow
+// expects a stamp may be to count at once: 960, the least a flow remembers
+// of the sequence numbers below its highest. A stamp further ahead is held,
+// as untracked, and counts only when one of the flow's next 9 stamps
+// follows it (a repeat of it, or one less than 64 before it or 65536 after
+// it): the flow then moved there, and the sequence numbers between count as
+// lost, as any gap's do (a burst of loss). A stamp behind the flow, however
+// far, is a late packet (see FlowTotals.Reordered): packets held back by a
+// path for 65536 places and more come late in groups, which must not move
+// the flow back. With the stamp's check (see Stamp), which keeps corrupt
+// stamps out, this guards the count against a stamp from elsewhere (a
+// forged one, or a sender's bug): it costs one untracked packet rather than
+// up to 2^63 lost ones with every later packet reordered; a stamp taken at
+// once is never so far ahead that the genuine packets after it fall out of
+// the window. A flow that keeps losing more than 960 at a time counts
+// whole, each stamp held until the next follows it (its last may stay
+// untracked).
+const MaxSeqAhead = dupWindow - 64
 
-// far reports whether seq is MaxSeqAhead or more ahead of next, or
-// MaxSeqBehind or more behind it.
-func far(next, seq uint64) bool {
-	if seq >= next {
-		return seq-next >= MaxSeqAhead
-	}
-	return next-seq >= MaxSeqBehind
-}
+// maxFollow is how far after a held stamp one that follows it may be: a
+// flow that keeps losing more than MaxSeqAhead at a time.
+const maxFollow = 1 << 16
+
+// far reports whether seq is MaxSeqAhead or more ahead of next.
+func far(next, seq uint64) bool { return seq >= next && seq-next >= MaxSeqAhead }
 
 // heldFor is how many stamps near its flow a held stamp outlasts.
 const heldFor = 8
@@ -137,22 +131,15 @@ const heldFor = 8
 // behind it, less one, and must not confirm it.
 const followBehind = 64
 
-// follows reports whether seq follows the sequence number pend, held
-// from a flow whose next expected is next: it is pend again (a clone of
-// it), or less than followBehind behind it, or ahead of it by less than
-// MaxSeqBehind when pend was ahead of the flow (a flow that keeps losing
-// more than MaxSeqAhead at a time), less than dupWindow when it was behind
-// (the flow starts again there). The genuine stamps after a corrupt one
-// lie behind it by 1023 or more when it was ahead of the flow, and ahead
-// of it by MaxSeqBehind, less a reordering, when it was behind.
-func follows(pend, next, seq uint64) bool {
-	switch {
-	case seq < pend:
-		return pend-seq < followBehind
-	case pend >= next:
-		return seq-pend < MaxSeqBehind
+// follows reports whether seq follows the held sequence number pend: it
+// is pend again (a clone of it), or less than maxFollow after it, or less
+// than followBehind before it. The genuine stamps after one from elsewhere
+// lie behind it by 1023 or more (a flipped bit 10 or higher).
+func follows(pend, seq uint64) bool {
+	if seq >= pend {
+		return seq-pend < maxFollow
 	}
-	return seq-pend < dupWindow
+	return pend-seq < followBehind
 }
 
 // Counter counts stamped packets per flow, for loss, reordering and
@@ -254,11 +241,11 @@ func (c *Counter) Add(s Stamp) {
 	}
 	f.last, f.epoch = c.packets, c.epoch
 	switch {
-	case f.active && f.held && follows(f.pend, f.next, s.Seq):
+	case f.active && f.held && follows(f.pend, s.Seq):
 		// The flow moved to the held stamp, which counts now.
 		c.untracked--
 		f.held = false
-		c.moveTo(f, s.Run)
+		f.place(f.pend)
 	case f.active && far(f.next, s.Seq):
 		f.held, f.pend, f.heldN = true, s.Seq, 0
 		c.untracked++
@@ -292,13 +279,15 @@ func (f *flowState) place(seq uint64) {
 		f.unique++
 	case (f.next-1)/64-seq/64 >= dupWords:
 		// Older than the window: a late packet or a late repeat, which
-		// the flow no longer tells apart, so it does not make up for a
-		// gap (repeats of an old packet would hide real loss). Just below
-		// the lowest sequence number seen it cannot be a repeat: it
-		// counts, and the flow's span starts there (further below, it
-		// may be a corrupt stamp, which must not widen the span).
+		// the flow no longer tells apart. A path that holds packets back
+		// (jitter, a slow queue) brings many more of the first than a
+		// path repeats packets that late, so it counts as late and makes
+		// up for its gap; a repeat that late hides a loss. Far below the
+		// lowest sequence number seen it does not widen the flow's span.
 		f.reord++
-		if seq < f.first && f.first-seq < dupWindow {
+		if seq >= f.first {
+			f.unique++
+		} else if f.first-seq < dupWindow {
 			f.unique++
 			f.first = seq
 		}
@@ -312,21 +301,6 @@ func (f *flowState) place(seq uint64) {
 		f.first = min(f.first, seq)
 	}
 	f.seen[w] |= bit
-}
-
-// moveTo counts f's held stamp, of run, which the stamp being added
-// follows: ahead of the flow, as the flow's highest (the sequence numbers
-// between are lost); behind it, as the first of the flow counted anew, its
-// figures so far folded into the totals.
-func (c *Counter) moveTo(f *flowState, run uint32) {
-	p := f.pend
-	if p < f.next && far(f.next, p) {
-		c.fold(f)
-		*f = flowState{run: run, active: true, first: p, next: p + 1, unique: 1, last: c.packets, epoch: c.epoch}
-		f.seen[(p/64)%dupWords] |= 1 << (p % 64)
-		return
-	}
-	f.place(p)
 }
 
 // otherRun returns the flow state for s, whose run is not the one in its

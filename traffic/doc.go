@@ -21,7 +21,8 @@
 //     frames with header.ParseFrameInto and look at UDP datagrams only.
 //
 // In both, the first StampLen bytes of the UDP payload are a Stamp: magic,
-// run, flow, sequence number and send time, from which the sink counts loss,
+// run, flow, sequence number, send time and a check of them (a corrupt
+// stamp is not counted), from which the sink counts loss,
 // reordering, duplicates and one-way latency per flow, and the ping-pong
 // client matches each reply to its request. Sizes are UDP payload bytes in
 // both modes, as the C reference tools count them, and so are the byte counts

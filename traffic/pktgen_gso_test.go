@@ -91,7 +91,7 @@ func TestPktgenGSOIMIX(t *testing.T) {
 		{"imix burst 64", DefaultIMIX, 64, []int{64, 64, 44}},
 		{"imix burst 7", DefaultIMIX, 7, []int{7, 7, 7}},
 		{"64:1,1472:1", []IMIXEntry{{64, 1}, {1472, 1}}, 64, []int{64, 44}},
-		{"28:1,65507:1", []IMIXEntry{{28, 1}, {MaxDatagram, 1}}, 64, []int{64, 1}},
+		{"32:1,65507:1", []IMIXEntry{{StampLen, 1}, {MaxDatagram, 1}}, 64, []int{64, 1}},
 		{"one size", []IMIXEntry{{200, 1}}, 32, []int{32}},
 		{"3 weights", []IMIXEntry{{100, 3}, {9000, 2}, {30000, 5}}, 64, []int{64, 7, 2}},
 	}

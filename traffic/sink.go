@@ -168,9 +168,8 @@ type SinkResult struct {
 	// Lost, Reordered and Duplicates come from the stamps (see
 	// FlowTotals); Unstamped counts packets without a usable stamp (none,
 	// or one FlowTotals leaves untracked: a flow number of MaxFlows or
-	// more, a sequence number MaxSeqAhead ahead of its flow's or
-	// MaxSeqBehind behind it that the flow's next stamp does not follow, a
-	// (run, flow)
+	// more, a sequence number MaxSeqAhead ahead of its flow's that the
+	// flow's next stamps do not follow, a (run, flow)
 	// without room beside the flow table), which count in Packets only. Flows counts the flows seen.
 	Lost       uint64
 	Reordered  uint64

@@ -9,7 +9,7 @@ const StampMagic = 0xbe9be955
 
 // StampLen is the length of a Stamp on the wire, in bytes, and so the
 // smallest payload the engines send.
-const StampLen = 28
+const StampLen = 32
 
 // Stamp is the header the generator writes at the front of every UDP
 // payload, in network byte order:
@@ -20,11 +20,16 @@ const StampLen = 28
 //	8       4     flow    flow number, from 0
 //	12      8     seq     per-flow sequence number, from 0
 //	20      8     tstamp  send time, ns since the Unix epoch (CLOCK_REALTIME); 0: none
+//	28      4     check   a hash of bytes 4 to 28 (see PutStamp)
 //
 // The kernel's pktgen writes magic, a 32-bit sequence number and a
 // timeval (struct pktgen_hdr); Stamp widens the sequence number and the
 // time so that neither wraps, and adds the run and the flow so that a sink
-// can keep per-flow state and tell two runs apart.
+// can keep per-flow state and tell two runs apart, and the check, so that
+// a stamp corrupted on the way is not counted: a bit flipped in its run,
+// flow or sequence number would make a flow of its own, or a jump of
+// billions, and no checksum catches it where the receiver does not verify
+// UDP checksums (AF_XDP) or trusts a device's offload.
 type Stamp struct {
 	Run    uint32
 	Flow   uint32
@@ -32,8 +37,8 @@ type Stamp struct {
 	Tstamp int64
 }
 
-// PutStamp writes s at the front of b. It panics if b is shorter than
-// StampLen. It does not allocate.
+// PutStamp writes s at the front of b, with its check. It panics if b is
+// shorter than StampLen. It does not allocate.
 func PutStamp(b []byte, s Stamp) {
 	_ = b[StampLen-1]
 	binary.BigEndian.PutUint32(b[0:4], StampMagic)
@@ -41,19 +46,39 @@ func PutStamp(b []byte, s Stamp) {
 	binary.BigEndian.PutUint32(b[8:12], s.Flow)
 	binary.BigEndian.PutUint64(b[12:20], s.Seq)
 	binary.BigEndian.PutUint64(b[20:28], uint64(s.Tstamp))
+	binary.BigEndian.PutUint32(b[28:32], s.check())
 }
 
 // ParseStamp reads the Stamp at the front of b. It reports false when b is
-// shorter than StampLen or does not start with StampMagic. It does not keep
-// b and does not allocate.
+// shorter than StampLen, does not start with StampMagic, or its check does
+// not match its fields (a corrupt stamp). It does not keep b and does not
+// allocate.
 func ParseStamp(b []byte) (Stamp, bool) {
 	if len(b) < StampLen || binary.BigEndian.Uint32(b[0:4]) != StampMagic {
 		return Stamp{}, false
 	}
-	return Stamp{
+	s := Stamp{
 		Run:    binary.BigEndian.Uint32(b[4:8]),
 		Flow:   binary.BigEndian.Uint32(b[8:12]),
 		Seq:    binary.BigEndian.Uint64(b[12:20]),
 		Tstamp: int64(binary.BigEndian.Uint64(b[20:28])),
-	}, true
+	}
+	if binary.BigEndian.Uint32(b[28:32]) != s.check() {
+		return Stamp{}, false
+	}
+	return s, true
+}
+
+// check is the stamp's check: its fields multiplied by odd constants (each
+// a bijection, so that a changed field changes their sum), mixed as
+// SplitMix64's finalizer does, folded to 32 bits. A flipped bit in the
+// stamp's fields or in the check goes unseen with a chance of about 2^-32.
+func (s Stamp) check() uint32 {
+	h := (uint64(s.Run)<<32|uint64(s.Flow))*0x9e3779b97f4a7c15 ^ s.Seq*0xc2b2ae3d27d4eb4f ^ uint64(s.Tstamp)*0x165667b19e3779f9
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return uint32(h) ^ uint32(h>>32)
 }

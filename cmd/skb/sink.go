@@ -116,11 +116,12 @@ once, however many datagrams it held, while lost counts datagrams. lost is
 every sequence number in those gaps, so it also counts what the sender
 stamped but could not send (pktgen's errors, such as a full transmit ring):
 for a sink started first, lost less pktgen's errors is what the path lost.
-A stamp 960 or more ahead of where its flow is, or 65536 behind, counts
-as unstamped (a corrupt or forged one), unless one of the flow's next
-few stamps follows it (the flow moved there: a burst of loss); a packet older than
-the flow's last 1024 counts as reordered and, as it may be a repeat, does
-not make up for its gap in lost.
+A stamp whose check fails (corrupted on the way: AF_XDP does not verify
+UDP checksums) counts as unstamped. So does one 960 or more ahead of where
+its flow is, unless one of the flow's next few stamps follows it (the flow
+moved there: a burst of loss). A packet older than the flow's last 1024
+counts as reordered and makes up for its gap in lost (a repeat that late
+would hide a loss).
 Each pktgen run counts as flows of its own (runs
 one after the other too): two pktgens sending to one port at once are
 counted apart. Beside each flow's first run, 64 more (run, flow) pairs are
