@@ -89,7 +89,8 @@ type FlowTotals struct {
 	// Untracked counts stamps whose flow number is MaxFlows or more, whose
 	// sequence number is MaxSeqAhead or more ahead of the next one their
 	// flow expects and not followed by the flow's next stamps (a stamp
-	// from elsewhere, not a loss: see MaxSeqAhead), or whose (run,
+	// from elsewhere, not a loss: see MaxSeqAhead), whose flow is not its
+	// run's one on a Counter that counts one (SetOneFlowPerRun), or whose (run,
 	// flow) found no room among the 64 counted beside the flow table (see
 	// Counter): they count in Packets only.
 	Untracked uint64
@@ -164,6 +165,11 @@ func follows(pend, seq uint64) bool {
 // concurrent use.
 type Counter struct {
 	flows []flowState
+	// oneFlow says each run counts one flow here (SetOneFlowPerRun); runs
+	// holds up to len(runs) runs' flows, runN of them in use.
+	oneFlow bool
+	runs    [4]runFlow
+	runN    int
 	// limit bounds the flow table (0: MaxFlows); see SetTableLimit.
 	limit int
 	// hot is the state beside the table that the last packet counted in,
@@ -206,6 +212,36 @@ func (c *Counter) SetTableLimit(n int) {
 	c.limit = min(max(n, 0), MaxFlows)
 }
 
+// SetOneFlowPerRun makes the Counter count one flow of each run: the
+// first flow number it sees of a run; a stamp of that run with another
+// flow number counts as untracked. A sink with a socket per port of a
+// generator's flows (RunSinks) sees one flow a port, and a datagram whose
+// destination port a flipped bit sent to another port's socket (no UDP
+// checksum check: an offloading device trusted) would otherwise start a
+// flow of its own there, a very lossy one. It keeps the flows of the last
+// 4 runs that sent at the same time; a fifth counts as it comes. Call it
+// before the first Add.
+func (c *Counter) SetOneFlowPerRun() { c.oneFlow = true }
+
+// strayFlow reports whether s's flow is not the one its run counts here
+// (SetOneFlowPerRun), recording the run's flow at its first stamp.
+func (c *Counter) strayFlow(s Stamp) bool {
+	for i := range c.runN {
+		if c.runs[i].run == s.Run {
+			return c.runs[i].flow != s.Flow
+		}
+	}
+	k := runFlow{s.Flow, s.Run}
+	if c.runN < len(c.runs) {
+		c.runs[c.runN] = k
+		c.runN++
+	} else {
+		copy(c.runs[:], c.runs[1:])
+		c.runs[len(c.runs)-1] = k
+	}
+	return false
+}
+
 func (c *Counter) tableLimit() int {
 	if c.limit == 0 {
 		return MaxFlows
@@ -217,7 +253,7 @@ func (c *Counter) tableLimit() int {
 // entry exists.
 func (c *Counter) Add(s Stamp) {
 	c.packets++
-	if s.Flow >= MaxFlows {
+	if s.Flow >= MaxFlows || c.oneFlow && c.strayFlow(s) {
 		c.untracked++
 		return
 	}
@@ -422,4 +458,5 @@ func (c *Counter) Reset() {
 	clear(c.side)
 	c.hot = nil
 	c.packets, c.untracked, c.folded, c.sideBusy, c.epoch = 0, 0, FlowTotals{}, 0, 0
+	c.runN = 0
 }

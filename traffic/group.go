@@ -82,7 +82,9 @@ const portFlows = 64
 // its flows in a table of 64 flows; stamps of flow numbers 64 or more are
 // counted beside it, 64 (run, flow) pairs at most (Counter.SetTableLimit):
 // a port of a generator's flows sees one flow each, and forged stamps
-// cannot make every port's table MaxFlows long. A single device, and
+// cannot make every port's table MaxFlows long. Each counts one flow of a
+// run (Counter.SetOneFlowPerRun): a datagram of another flow, sent there by
+// a corrupt destination port no checksum caught, is unstamped. A single device, and
 // link-layer sinks (fanout members, each seeing any of the flows), keep
 // MaxFlows.
 //
@@ -127,6 +129,7 @@ func RunSinks(ctx context.Context, devs []netdev.Device, cfg SinkConfig) (SinkRe
 		}
 		if len(devs) > 1 && !cfg.Link {
 			s.cnt.SetTableLimit(portFlows)
+			s.cnt.SetOneFlowPerRun()
 		}
 		sinks[i] = s
 	}

@@ -846,3 +846,21 @@ func TestStampCheck(t *testing.T) {
 		b[i/8] ^= 1 << (i % 8)
 	}
 }
+
+// TestCounterOneFlowPerRun checks SetOneFlowPerRun: a run's first flow
+// counts, a stamp of its other flows is untracked, and runs sending at the
+// same time each keep their own flow.
+func TestCounterOneFlowPerRun(t *testing.T) {
+	var c Counter
+	c.SetOneFlowPerRun()
+	for seq := range uint64(100) {
+		c.Add(Stamp{Run: 1, Flow: 3, Seq: seq})
+		c.Add(Stamp{Run: 2, Flow: 5, Seq: seq})
+		if seq%10 == 0 {
+			c.Add(Stamp{Run: 1, Flow: 4, Seq: seq * 1000}) // a stray of another port's flow
+		}
+	}
+	if got, want := c.Totals(), (FlowTotals{Packets: 210, Flows: 2, Untracked: 10}); got != want {
+		t.Errorf("Totals = %+v, want %+v", got, want)
+	}
+}
