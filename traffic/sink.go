@@ -167,10 +167,13 @@ type SinkResult struct {
 
 	// Lost, Reordered and Duplicates come from the stamps (see
 	// FlowTotals); Unstamped counts packets without a usable stamp (none,
-	// or one FlowTotals leaves untracked: a flow number of MaxFlows or
+	// one whose check fails (ParseStamp), or one FlowTotals leaves
+	// untracked: a flow number of MaxFlows or
 	// more, a sequence number MaxSeqAhead ahead of its flow's that the
-	// flow's next stamps do not follow, a (run, flow)
-	// without room beside the flow table), which count in Packets only. Flows counts the flows seen.
+	// flow's next stamps do not follow, another flow than its run's on a
+	// port of a multi-port sink, a (run, flow) without room beside the
+	// flow table), which count in Packets only. Flows counts the flows
+	// seen.
 	Lost       uint64
 	Reordered  uint64
 	Duplicates uint64
