@@ -127,15 +127,13 @@ const heldFor = 8
 
 // followBehind is how far behind a held stamp the flow's next stamp may be
 // and still follow it (reordering around the edge of a burst of loss). It
-// is well under MaxSeqAhead: the genuine packet after a stamp whose
-// sequence number had a bit flipped (2^10 or more ahead) lies that far
-// behind it, less one, and must not confirm it.
+// is well under MaxSeqAhead, so that the genuine packets after a stamp
+// from elsewhere, which lie far behind it, do not confirm it.
 const followBehind = 64
 
 // follows reports whether seq follows the held sequence number pend: it
 // is pend again (a clone of it), or less than maxFollow after it, or less
-// than followBehind before it. The genuine stamps after one from elsewhere
-// lie behind it by 1023 or more (a flipped bit 10 or higher).
+// than followBehind before it.
 func follows(pend, seq uint64) bool {
 	if seq >= pend {
 		return seq-pend < maxFollow
@@ -168,7 +166,7 @@ type Counter struct {
 	// oneFlow says each run counts one flow here (SetOneFlowPerRun); runs
 	// holds up to len(runs) runs' flows, runN of them in use.
 	oneFlow bool
-	runs    [4]runFlow
+	runs    [4]runLead
 	runN    int
 	// limit bounds the flow table (0: MaxFlows); see SetTableLimit.
 	limit int
@@ -212,26 +210,80 @@ func (c *Counter) SetTableLimit(n int) {
 	c.limit = min(max(n, 0), MaxFlows)
 }
 
-// SetOneFlowPerRun makes the Counter count one flow of each run: the
-// first flow number it sees of a run; a stamp of that run with another
-// flow number counts as untracked. A sink with a socket per port of a
-// generator's flows (RunSinks) sees one flow a port, and a datagram whose
-// destination port a flipped bit sent to another port's socket (no UDP
-// checksum check: an offloading device trusted) would otherwise start a
-// flow of its own there, a very lossy one. It keeps the flows of the last
-// 4 runs that sent at the same time; a fifth counts as it comes. Call it
-// before the first Add.
+// SetOneFlowPerRun makes the Counter count one flow of each run: the one
+// that has sent the most of the run's stamps here (the first flow seen,
+// until another has sent more); a stamp of the run's other flows counts as
+// untracked. A sink with a socket per port of a generator's flows
+// (RunSinks) sees one flow a port, and a datagram whose destination port a
+// flipped bit sent to another port's socket (no UDP checksum check: an
+// offloading device trusted) would otherwise start a flow of its own there,
+// a very lossy one. Strays that come to a port before the port's own flow
+// does (pktgen's --flow-len sends one flow's turn before the next flow's)
+// lead until that flow has sent more; then what they counted moves to
+// untracked, with the port's own flow's stamps before that. It keeps the
+// flows of the first 4 runs seen at once; a fifth replaces the oldest. Call
+// it before the first Add.
 func (c *Counter) SetOneFlowPerRun() { c.oneFlow = true }
 
-// strayFlow reports whether s's flow is not the one its run counts here
-// (SetOneFlowPerRun), recording the run's flow at its first stamp.
-func (c *Counter) strayFlow(s Stamp) bool {
-	for i := range c.runN {
-		if c.runs[i].run == s.Run {
-			return c.runs[i].flow != s.Flow
+// runLead is a run's flows at a Counter that counts one (SetOneFlowPerRun):
+// lead, the one counted, and other, the last other one seen, with how many
+// stamps each sent here (other's since it was last seen first).
+type runLead struct {
+	run           uint32
+	lead, other   uint32
+	leadN, otherN uint32
+}
+
+// dropFlow forgets the state of flow's run, whose stamps turned out to be
+// strays (SetOneFlowPerRun): what it counted moves to untracked, so that a
+// few strays that came first, far apart, leave no flow and no loss behind.
+func (c *Counter) dropFlow(flow, run uint32) {
+	var f *flowState
+	if int(flow) < len(c.flows) && c.flows[flow].active && c.flows[flow].run == run {
+		f = &c.flows[flow]
+	} else if o := c.side[runFlow{flow, run}]; o != nil {
+		f = o
+		delete(c.side, runFlow{flow, run})
+		if c.hot == o {
+			c.hot = nil
 		}
 	}
-	k := runFlow{s.Flow, s.Run}
+	if f == nil || !f.active {
+		return
+	}
+	c.untracked += f.unique + f.dup
+	*f = flowState{}
+}
+
+// noFlow is a flow number no stamp counts with (they are under MaxFlows).
+const noFlow = ^uint32(0)
+
+// strayFlow reports whether s's flow is not the one its run counts here
+// (SetOneFlowPerRun), counting s for its flow.
+func (c *Counter) strayFlow(s Stamp) bool {
+	for i := range c.runN {
+		r := &c.runs[i]
+		if r.run != s.Run {
+			continue
+		}
+		switch s.Flow {
+		case r.lead:
+			r.leadN = min(r.leadN+1, 1<<31)
+			return false
+		case r.other:
+			r.otherN = min(r.otherN+1, 1<<31)
+			if r.otherN <= r.leadN {
+				return true
+			}
+			r.lead, r.other = r.other, r.lead
+			r.leadN, r.otherN = r.otherN, r.leadN
+			c.dropFlow(r.other, s.Run)
+			return false
+		}
+		r.other, r.otherN = s.Flow, 1
+		return true
+	}
+	k := runLead{run: s.Run, lead: s.Flow, other: noFlow, leadN: 1}
 	if c.runN < len(c.runs) {
 		c.runs[c.runN] = k
 		c.runN++

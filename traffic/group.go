@@ -83,8 +83,9 @@ const portFlows = 64
 // counted beside it, 64 (run, flow) pairs at most (Counter.SetTableLimit):
 // a port of a generator's flows sees one flow each, and forged stamps
 // cannot make every port's table MaxFlows long. Each counts one flow of a
-// run (Counter.SetOneFlowPerRun): a datagram of another flow, sent there by
-// a corrupt destination port no checksum caught, is unstamped. A single device, and
+// run, the one that sent the most there (Counter.SetOneFlowPerRun): a
+// datagram of another flow, sent there by a corrupt destination port no
+// checksum caught, is unstamped. A single device, and
 // link-layer sinks (fanout members, each seeing any of the flows), keep
 // MaxFlows.
 //

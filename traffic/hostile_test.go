@@ -194,6 +194,15 @@ func FuzzLinkFilters(f *testing.F) {
 	}
 	f.Add(withDstOpts(v6, &fr, []byte{0x3e, 4, 0, 0, 0, 0}))
 	f.Add(withDstOpts(v6, &fr, []byte{1, 6, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}))
+	// A frame whose payload holds a whole stamp, for ParseStamp's check.
+	u := labFrame("198.18.0.1", "198.18.0.2", 9000)
+	p := make([]byte, u.HeaderLen()+64)
+	sf, err := header.BuildUDP(p, u)
+	if err != nil {
+		f.Fatal(err)
+	}
+	PutStamp(p[sf.PayloadOffset:], Stamp{Run: 7, Flow: 1, Seq: 100})
+	f.Add(p)
 	own := header.MAC{2, 0, 0, 0, 0, 2}
 	f.Fuzz(func(t *testing.T, p []byte) {
 		var fr header.Frame

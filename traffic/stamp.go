@@ -69,13 +69,17 @@ func ParseStamp(b []byte) (Stamp, bool) {
 	return s, true
 }
 
+// stampSeed starts the check, so that a stamp of zeros (magic, then 28
+// zero bytes) does not pass it: the mix maps 0 to 0.
+const stampSeed = 0x5bd1e9955bd1e995
+
 // check is the stamp's check: its fields multiplied by odd constants (each
 // a bijection, so that a changed field changes their exclusive or), mixed
 // as SplitMix64's finalizer does, folded to 32 bits. A flipped bit of the
 // check itself is always seen; one of the fields goes unseen with a chance
 // of about 2^-32.
 func (s Stamp) check() uint32 {
-	h := (uint64(s.Run)<<32|uint64(s.Flow))*0x9e3779b97f4a7c15 ^ s.Seq*0xc2b2ae3d27d4eb4f ^ uint64(s.Tstamp)*0x165667b19e3779f9
+	h := (uint64(s.Run)<<32|uint64(s.Flow))*0x9e3779b97f4a7c15 ^ s.Seq*0xc2b2ae3d27d4eb4f ^ uint64(s.Tstamp)*0x165667b19e3779f9 ^ stampSeed
 	h ^= h >> 30
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 27

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -838,6 +839,11 @@ func TestStampCheck(t *testing.T) {
 	if got, ok := ParseStamp(b); !ok || got != s {
 		t.Fatalf("ParseStamp = %+v, %v", got, ok)
 	}
+	zero := make([]byte, StampLen)
+	binary.BigEndian.PutUint32(zero, StampMagic)
+	if got, ok := ParseStamp(zero); ok {
+		t.Errorf("the magic and 28 zero bytes taken as %+v", got)
+	}
 	for i := 4 * 8; i < StampLen*8; i++ {
 		b[i/8] ^= 1 << (i % 8)
 		if got, ok := ParseStamp(b); ok {
@@ -862,5 +868,18 @@ func TestCounterOneFlowPerRun(t *testing.T) {
 	}
 	if got, want := c.Totals(), (FlowTotals{Packets: 210, Flows: 2, Untracked: 10}); got != want {
 		t.Errorf("Totals = %+v, want %+v", got, want)
+	}
+
+	// A stray first: it leads until the port's own flow takes over at its
+	// second stamp; then the stray and that flow's first are untracked.
+	var d Counter
+	d.SetOneFlowPerRun()
+	d.Add(Stamp{Run: 1, Flow: 4, Seq: 5000})
+	for seq := range uint64(1000) {
+		d.Add(Stamp{Run: 1, Flow: 3, Seq: seq})
+	}
+	d.Add(Stamp{Run: 1, Flow: 4, Seq: 9000})
+	if got, want := d.Totals(), (FlowTotals{Packets: 1002, Flows: 1, Untracked: 3}); got != want {
+		t.Errorf("a stray first: Totals = %+v, want %+v", got, want)
 	}
 }

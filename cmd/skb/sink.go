@@ -130,8 +130,9 @@ ports together on a link-layer one, where a run of --flows N takes N); the
 packets of more count as unstamped until one of them stops (a run a second
 without a packet, or 65536 packets of others since its last, has stopped).
 With --flows over 1 on the udp device each port counts one flow of a run,
-the first it sees: a datagram of another flow there (its destination port
-corrupted on the way, where no checksum is checked) counts as unstamped.
+the one that has sent the most there: a datagram of another flow (its
+destination port corrupted on the way, where no checksum is checked)
+counts as unstamped.
 
 ` + signalHelp,
 		Args: cobra.NoArgs,

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -1546,12 +1547,20 @@ func TestSinkBadChecksums(t *testing.T) {
 	bin := buildSkb(t)
 	py := labtest.ScapyPython(t)
 	l := labtest.New(t, lab.Options{})
+	// The payloads, each a stamp of run 7, flow 0 and its sequence number,
+	// made by the engines' own PutStamp (its check included).
+	var payloads []string
+	for seq := range uint64(8) {
+		b := make([]byte, 64)
+		traffic.PutStamp(b, traffic.Stamp{Run: 7, Seq: seq})
+		payloads = append(payloads, fmt.Sprintf("bytes.fromhex(%q)", hex.EncodeToString(b)))
+	}
 	script := fmt.Sprintf(`
-import struct
 from scapy.all import *
 conf.verb = 0
+payloads = [%s]
 def f(seq):
-    p = Ether(src=%q, dst=%q)/IP(src="198.18.0.1", dst="198.18.0.2")/UDP(sport=9000, dport=9000)/Raw(struct.pack(">IIIQQ", 0xbe9be955, 7, 0, seq, 0) + bytes(36))
+    p = Ether(src=%q, dst=%q)/IP(src="198.18.0.1", dst="198.18.0.2")/UDP(sport=9000, dport=9000)/Raw(payloads[seq])
     return Ether(bytes(p))
 frames = []
 for i in range(3):
@@ -1560,7 +1569,7 @@ for i in range(3):
     p = f(3 + i); p[IP].chksum ^= 0x5555; frames.append(p)
 frames += [f(6), f(7)]
 sendp(frames, iface=%q)
-`, lab.MACA.String(), lab.MACB.String(), l.A.Ifname)
+`, strings.Join(payloads, ", "), lab.MACA.String(), lab.MACB.String(), l.A.Ifname)
 	for _, tc := range []struct {
 		dev            string
 		packets, other uint64
@@ -1570,8 +1579,8 @@ sendp(frames, iface=%q)
 	} {
 		cmd := l.B.Cmd(bin, "sink", "--dev", tc.dev, "--listen", "198.18.0.2:9000", "-t", "20s", "--idle", "1s", "--json")
 		r, stderr, err := afterScapy(t, cmd, l.A.Cmd(py, "-c", script))
-		if err != nil || r == nil || num(r, "packets") != tc.packets || num(r, "other") != tc.other {
-			t.Errorf("%s: %v, stderr %q, result %v; want %v packets, %v other", tc.dev, err, stderr, r, tc.packets, tc.other)
+		if err != nil || r == nil || num(r, "packets") != tc.packets || num(r, "other") != tc.other || num(r, "unstamped") != 0 {
+			t.Errorf("%s: %v, stderr %q, result %v; want %v packets, %v other, none unstamped", tc.dev, err, stderr, r, tc.packets, tc.other)
 		}
 	}
 }
