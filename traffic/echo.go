@@ -356,14 +356,8 @@ func (e *echoer) badSum(b *skb.Buff, data []byte, f *header.Frame) bool {
 	if f.EtherType == header.EtherTypeIPv4 && !header.IPv4(data[f.NetworkOffset:]).ChecksumValid() {
 		return true
 	}
-	u := header.UDP(data[f.TransportOffset:])
-	var p uint16
-	if f.EtherType == header.EtherTypeIPv4 {
-		p = header.IPv4(data[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, u.Length())
-	} else {
-		p = header.IPv6(data[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, uint32(u.Length()))
-	}
-	return u.Checksum() != p && u.Checksum() != ^p
+	c, p := header.UDP(data[f.TransportOffset:]).Checksum(), udpPseudo(data, f)
+	return c != p && c != ^p
 }
 
 func (e *echoer) loop(ctx context.Context) (EchoResult, error) {

@@ -91,16 +91,30 @@ func swap(a, b []byte) {
 // checksum of 0 (none) as it is.
 func fillUDPChecksum(p []byte, f *header.Frame) {
 	u := header.UDP(p[f.TransportOffset:])
-	var pseudo uint16
-	if f.EtherType == header.EtherTypeIPv4 {
-		if u.Checksum() == 0 {
-			return
-		}
-		pseudo = header.IPv4(p[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, u.Length())
-	} else {
-		pseudo = header.IPv6(p[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, uint32(u.Length()))
+	if f.EtherType == header.EtherTypeIPv4 && u.Checksum() == 0 {
+		return
 	}
-	u.SetChecksum(u.ComputeChecksum(pseudo))
+	u.SetChecksum(u.ComputeChecksum(udpPseudo(p, f)))
+}
+
+// udpPseudo returns the pseudo-header sum of the UDP frame p, parsed as f
+// (RFC 768, RFC 8200 section 8.1): what a CHECKSUM_PARTIAL UDP checksum
+// field holds.
+func udpPseudo(p []byte, f *header.Frame) uint16 {
+	l := header.UDP(p[f.TransportOffset:]).Length()
+	if f.EtherType == header.EtherTypeIPv4 {
+		return header.IPv4(p[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, l)
+	}
+	return header.IPv6(p[f.NetworkOffset:]).PseudoHeaderChecksum(header.IPProtoUDP, uint32(l))
+}
+
+// frameSrc returns the IP source of the frame p, parsed as f with an IP
+// network header.
+func frameSrc(p []byte, f *header.Frame) netip.Addr {
+	if f.EtherType == header.EtherTypeIPv4 {
+		return header.IPv4(p[f.NetworkOffset:]).Source()
+	}
+	return header.IPv6(p[f.NetworkOffset:]).Source()
 }
 
 // frameDst returns the IP destination of the frame p, parsed as f with an
@@ -159,16 +173,10 @@ func answerable(p []byte, f *header.Frame) bool {
 	if src.IsMulticast() || src == (header.MAC{}) {
 		return false
 	}
-	var s, d netip.Addr
-	n := f.NetworkOffset
-	switch f.EtherType {
-	case header.EtherTypeIPv4:
-		s, d = netip.AddrFrom4([4]byte(p[n+12:n+16])), netip.AddrFrom4([4]byte(p[n+16:n+20]))
-	case header.EtherTypeIPv6:
-		s, d = netip.AddrFrom16([16]byte(p[n+8:n+24])), netip.AddrFrom16([16]byte(p[n+24:n+40]))
-	default:
+	if f.EtherType != header.EtherTypeIPv4 && f.EtherType != header.EtherTypeIPv6 {
 		return false
 	}
+	s, d := frameSrc(p, f), frameDst(p, f)
 	bcast := netip.AddrFrom4([4]byte{255, 255, 255, 255})
 	if s.IsMulticast() || s.IsUnspecified() || s.IsLoopback() || s == bcast || d.IsMulticast() || d == bcast {
 		return false
