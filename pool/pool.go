@@ -547,7 +547,10 @@ func (p *Pool) NewCache() *Cache {
 // still in flight it returns an error wrapping ErrLeak and leaves the memory
 // mapped; once they are freed, Close called again unmaps it and returns nil
 // (or ErrLeak again while some are still out). Caches still open are closed
-// first. After a Close that unmapped the arenas it returns ErrClosed.
+// first, from the caller's goroutine: the goroutines that own them must have
+// stopped using them (a Cache belongs to one goroutine), or a buffer one of
+// them still holds would point into unmapped memory. After a Close that
+// unmapped the arenas it returns ErrClosed.
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	if p.unmapped {

@@ -180,6 +180,7 @@ const (
 	stateLive            // allocated, never cloned, plain linear data in a block of its own allocator: Release is a store
 	stateLiveExtra       // allocated, never cloned, may hold frags, a frag list or a destructor, or a block of another allocator
 	stateCloned          // allocated and cloned (skb->cloned): dataref is atomic
+	stateDying           // the last user of its data, inside the data's destructor: readable, not to be freed or cloned
 )
 
 // Buff is a socket buffer: a view of a data block through head, data, tail and
@@ -369,7 +370,10 @@ func (b *Buff) Dataref() int {
 // HeadAddr returns the offset of b's head in the allocator's arena: the
 // address an AF_XDP UMEM or DMA engine knows the block by. The data starts at
 // HeadAddr()+Headroom().
-func (b *Buff) HeadAddr() uint64 { return b.shinfo.addr }
+func (b *Buff) HeadAddr() uint64 {
+	b.checkLive()
+	return b.shinfo.addr
+}
 
 // Data returns the linear data, from data to tail. The returned slice aliases b
 // and is valid until b is changed, unshared or freed; it must not be written
@@ -582,4 +586,7 @@ func (s *Shared) hasExtra() bool {
 // DataHome returns the recycler of b's data block: the pool its memory
 // belongs to. Drivers use it to tell a buffer in their own arena (an AF_XDP
 // UMEM) from one they must copy.
-func (b *Buff) DataHome() Recycler { return b.shinfo.home }
+func (b *Buff) DataHome() Recycler {
+	b.checkLive()
+	return b.shinfo.home
+}

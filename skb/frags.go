@@ -22,10 +22,11 @@ func (b *Buff) Frag(i int) Frag {
 
 // Frags returns the page fragments in order. The returned slice aliases b's
 // shared info and is valid until b is changed, unshared or freed; it must not
-// be modified.
+// be modified. Its capacity is its length, so an append copies.
 func (b *Buff) Frags() []Frag {
 	b.checkLive()
-	return b.shinfo.frags[:b.shinfo.hot.nrFrags]
+	n := b.shinfo.hot.nrFrags
+	return b.shinfo.frags[:n:n]
 }
 
 // AddRxFrag appends size bytes at offset off of page p as the next page

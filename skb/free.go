@@ -92,17 +92,27 @@ func (b *Buff) ReleasePlain() (*Shared, int) {
 }
 
 func (b *Buff) releaseSlow(r Recycler) *Shared {
-	if b.state == stateFree {
+	switch b.state {
+	case stateFree:
 		panic("skb: double free of " + b.describe())
+	case stateDying:
+		panic("skb: free of " + b.describe() + " inside its data's destructor")
 	}
-	cloned := b.state == stateCloned
-	b.state = stateFree
-	b.shClean = false
 	s := b.shinfo
-	if cloned && atomic.AddInt32(&s.dataref, -1) != 0 {
+	if b.state == stateCloned && atomic.AddInt32(&s.dataref, -1) != 0 {
+		b.state = stateFree
+		b.shClean = false
 		return nil
 	}
-	if s.hot.nrFrags != 0 || s.fragList != nil || s.destructor != nil {
+	if d := s.destructor; d != nil {
+		// b is the data's last user: the destructor sees it live.
+		s.destructor = nil
+		b.state = stateDying
+		d(b)
+	}
+	b.state = stateFree
+	b.shClean = false
+	if s.hot.nrFrags != 0 || s.fragList != nil {
 		releaseShared(b, s, r)
 	}
 	return s

@@ -47,9 +47,7 @@ const pullTailSlack = 128
 // pass it on to a function that takes ownership. Clone returns the allocator's
 // error when no header is available.
 func (b *Buff) Clone(a Allocator) (*Buff, error) {
-	if b.state == stateFree {
-		panic("skb: use after free: clone of a freed " + b.describe())
-	}
+	b.checkClonable()
 	needAllocator(a, "clone")
 	n, err := a.AllocBuff()
 	if err != nil {
@@ -64,15 +62,22 @@ func (b *Buff) Clone(a Allocator) (*Buff, error) {
 // ownership of b and owns n, which it must Free or pass on to a function that
 // takes ownership.
 func (b *Buff) CloneInto(n *Buff) {
-	if b.state == stateFree {
-		panic("skb: use after free: clone of a freed " + b.describe())
-	}
+	b.checkClonable()
 	if n.state != stateFree {
 		panic("skb: clone into a buffer in use")
 	}
 	atomic.AddInt32(&b.shinfo.dataref, 1)
-	b.state = stateCloned
-	b.shClean = false
+	// Written only when they change: a frag list member (markShared) is
+	// cloned by the clones of its holder from their own goroutines.
+	if b.state != stateCloned {
+		b.state = stateCloned
+	}
+	if b.shClean {
+		b.shClean = false
+	}
+	if b.shinfo.fragList != nil {
+		markShared(b.shinfo.fragList)
+	}
 	n.m = b.m
 	n.cb = b.cb
 	n.next = nil
@@ -80,6 +85,39 @@ func (b *Buff) CloneInto(n *Buff) {
 	n.data, n.tail, n.end = b.data, b.tail, b.end
 	n.setShared(b.shinfo)
 	n.state = stateCloned
+}
+
+// checkClonable panics unless b may be cloned: live, and not inside its
+// data's destructor (whose block is going back).
+func (b *Buff) checkClonable() {
+	switch b.state {
+	case stateFree:
+		panic("skb: use after free: clone of a freed " + b.describe())
+	case stateDying:
+		panic("skb: clone of " + b.describe() + " inside its data's destructor")
+	}
+}
+
+// markShared marks every member of the frag list first, and of their own
+// frag lists, cloned, as the buffer holding the list is being cloned: the
+// clones share the members through the shared info, and a clone that
+// reallocates its head clones each member (cloneList) from whatever
+// goroutine owns it. Marked here, by the one owner of the list's holder
+// before any clone of it exists, the members' states are only read after.
+// A member already marked is not written again, so that cloning the holder
+// once more, while other clones are in use, writes nothing they read.
+func markShared(first *Buff) {
+	for c := first; c != nil; c = c.next {
+		if c.state != stateCloned {
+			c.state = stateCloned
+		}
+		if c.shClean {
+			c.shClean = false
+		}
+		if c.shinfo.fragList != nil {
+			markShared(c.shinfo.fragList)
+		}
+	}
 }
 
 // Copy returns a private, linear copy of b: the same headroom and tailroom
@@ -645,6 +683,7 @@ func cloneList(a Allocator, first *Buff) (*Buff, error) {
 // shared (the GSO fields live there). It takes ownership of neither buffer.
 func (b *Buff) CopyHeader(old *Buff) {
 	b.checkLive()
+	old.checkLive()
 	b.writableShinfo("copy header")
 	copyHeader(b, old, int(b.data)-int(old.data))
 	copyGSO(b.shinfo, old.shinfo)

@@ -1,0 +1,116 @@
+package skb_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/skbdev/skb/pool"
+	"github.com/skbdev/skb/skb"
+)
+
+// TestFragListClonesRace reallocates the heads of two clones of a buffer
+// with a frag list on two goroutines, as the package allows: each clones
+// the shared members (cloneList), which must only read their headers. The
+// race detector (go test -race, as CI runs) reports it otherwise.
+func TestFragListClonesRace(t *testing.T) {
+	cfg := pool.Config{Name: t.Name()}
+	p, err := pool.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewCache()
+	t.Cleanup(func() {
+		c.Close()
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for round := range 20 {
+		b, _ := c.Alloc(100)
+		b.Put(10)
+		for range 50 {
+			m, _ := c.Alloc(0)
+			m.Put(1)[0] = byte(round)
+			b.AddFragList(m)
+		}
+		x := c.Clone(b)
+		c1, c2 := p.NewCache(), p.NewCache()
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, w := range []struct {
+			b  *skb.Buff
+			cc *pool.Cache
+		}{{b, c1}, {x, c2}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if err := w.b.Linearize(w.cc); err != nil {
+					t.Error(err)
+				}
+				if w.b.Len() != 60 || w.b.Data()[59] != byte(round) {
+					t.Errorf("round %d: %d bytes, last %d", round, w.b.Len(), w.b.Data()[w.b.Len()-1])
+				}
+				w.cc.Free(w.b)
+				w.cc.Close()
+			}()
+		}
+		close(start)
+		wg.Wait()
+	}
+}
+
+// TestDestructorSeesLiveBuffer checks that the destructor receives the data's
+// last user live (its data readable, also under the skbdebug tag), and that
+// freeing or cloning it there panics rather than recycling it twice.
+func TestDestructorSeesLiveBuffer(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(100)
+	copy(b.Put(10), "0123456789")
+	var got string
+	live := false
+	b.SetDestructor(func(x *skb.Buff) {
+		live = x.IsLive()
+		got = string(x.Data())
+		mustPanic(t, func() { x.Free() }, "inside its data's destructor")
+		mustPanic(t, func() { x.Clone(c) }, "inside its data's destructor")
+	})
+	cl := c.Clone(b)
+	c.Free(b) // not the last user: nothing runs
+	if got != "" {
+		t.Fatal("destructor ran before the last user was freed")
+	}
+	c.Free(cl)
+	if !live || got != "0123456789" {
+		t.Fatalf("destructor saw live %v data %q", live, got)
+	}
+	if cl.IsLive() {
+		t.Fatal("buffer live after its free")
+	}
+
+	// The never-cloned path too.
+	b, _ = c.Alloc(100)
+	copy(b.Put(3), "abc")
+	got = ""
+	b.SetDestructor(func(x *skb.Buff) { got = string(x.Data()) })
+	c.Free(b)
+	if got != "abc" {
+		t.Fatalf("destructor saw %q", got)
+	}
+}
+
+// TestFragsCapped checks that Frags' slice cannot be appended into the
+// shared info.
+func TestFragsCapped(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(100)
+	defer c.Free(b)
+	pg, off, err := c.AllocFrag(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.AddRxFrag(pg, off, 10)
+	if f := b.Frags(); len(f) != 1 || cap(f) != 1 {
+		t.Fatalf("Frags len %d cap %d, want 1 and 1", len(f), cap(f))
+	}
+}
