@@ -241,8 +241,11 @@ func parseTransport(b []byte, f *Frame, v6 bool) error {
 // VerifyChecksum checks the checksums of the frame or packet f was parsed
 // from, which must be b unchanged: the IPv4 header checksum, and, when the
 // transport header was parsed (PayloadOffset not 0), the UDP, TCP, ICMPv4 or
-// ICMPv6 checksum with its pseudo-header. A UDP checksum of 0 means "none"
-// over IPv4 and passes; over IPv6 it fails (RFC 8200 section 8.1). It
+// ICMPv6 checksum with its pseudo-header, whose IPv6 destination is the
+// final one (IPv6.FinalDestination: the last address of a Routing header
+// with Segments Left above 0, RFC 8200 section 8.1). A UDP checksum of 0
+// means "none" over IPv4 and passes; over IPv6 it fails (RFC 8200 section
+// 8.1). It
 // returns nil or a *ParseError wrapping ErrBadChecksum naming the layer, or
 // one wrapping ErrTruncated when a header f describes does not fit b (f
 // from a parse that failed, or from other bytes).
@@ -265,8 +268,16 @@ func (f *Frame) verify(b []byte, buf *skb.Buff) error {
 		}
 		pseudoAddrs = pseudo4(ip[12:16], ip[16:20], 0, 0)
 	case EtherTypeIPv6:
-		ip := IPv6(b[f.NetworkOffset:])
-		pseudoAddrs = pseudo6(ip[8:24], ip[24:40], 0, 0)
+		no, t := f.NetworkOffset, f.TransportOffset
+		ip := IPv6(b[no:])
+		if f.PayloadOffset == 0 || t <= no+IPv6HeaderLen {
+			pseudoAddrs = pseudo6(ip[8:24], ip[24:40], 0, 0)
+		} else {
+			// Extension headers: a Routing header may name
+			// another final destination (fits checked t).
+			d := IPv6(b[no:t]).FinalDestination()
+			pseudoAddrs = pseudo6(ip[8:24], d[:], 0, 0)
+		}
 	default:
 		return nil
 	}

@@ -147,11 +147,109 @@ func (h IPv6) SetSource(a netip.Addr) { a16 := a.As16(); copy(h[8:24], a16[:]) }
 // SetDestination writes the destination address, as SetSource.
 func (h IPv6) SetDestination(a netip.Addr) { a16 := a.As16(); copy(h[24:40], a16[:]) }
 
-// PseudoHeaderChecksum returns PseudoHeaderChecksumIPv6 for h's addresses,
-// with the upper-layer protocol and the upper-layer length in bytes (after
-// the extension headers).
+// PseudoHeaderChecksum returns PseudoHeaderChecksumIPv6 for h's source and
+// final destination (FinalDestination: the Destination field unless a
+// Routing header in h routes the packet further), with the upper-layer
+// protocol and the upper-layer length in bytes (after the extension
+// headers).
 func (h IPv6) PseudoHeaderChecksum(proto uint8, length uint32) uint16 {
-	return pseudo6(h[8:24], h[24:40], proto, length)
+	if !mayRoute(h) {
+		return pseudo6(h[8:24], h[24:40], proto, length)
+	}
+	d := h.FinalDestination()
+	return pseudo6(h[8:24], d[:], proto, length)
+}
+
+// mayRoute reports whether h's first Next Header is one FinalDestination
+// walks (so that the common packet, with none, is not walked).
+func mayRoute(h IPv6) bool {
+	switch h[6] {
+	case IPProtoHopByHop, IPProtoDstOpts, IPProtoRouting, IPProtoAH, IPProtoFragment:
+		return len(h) > IPv6HeaderLen
+	}
+	return false
+}
+
+// FinalDestination returns the packet's final destination: the address an
+// upper-layer checksum's pseudo-header holds (RFC 8200 section 8.1). It is
+// the Destination field, unless a Routing header found by walking the
+// extension headers (as SkipExtensionHeaders walks them, within h and the
+// Payload Length) has Segments Left above 0; then it is the last address
+// of the route:
+//
+//   - type 0 (RFC 5095 deprecates it, RFC 2460 section 4.4): its last
+//     address;
+//   - type 2, Mobile IPv6 (RFC 6275 section 6.4): its one address, the
+//     home address;
+//   - type 3, RPL (RFC 6554 section 3): its last address, whose first
+//     CmprE bytes, elided, are the Destination field's;
+//   - type 4, segment routing (RFC 8754 section 2): Segment List[0].
+//
+// A Routing header of another type, or one too short for the addresses
+// its fields announce, leaves the Destination field. h must hold at least
+// the fixed header. It does not allocate.
+func (h IPv6) FinalDestination() [16]byte {
+	var d [16]byte
+	copy(d[:], h[24:40])
+	end := min(len(h), IPv6HeaderLen+int(h.PayloadLen()))
+	proto, off := h[6], IPv6HeaderLen
+	for end-off >= 2 {
+		var n int
+		switch proto {
+		case IPProtoHopByHop, IPProtoDstOpts, IPProtoRouting:
+			n = (int(h[off+1]) + 1) * 8
+		case IPProtoAH:
+			n = (int(h[off+1]) + 2) * 4
+		case IPProtoFragment:
+			n = IPv6FragmentHeaderLen
+			if end-off >= n && IPv6Fragment(h[off:off+n]).FragmentOffset() != 0 {
+				return d
+			}
+		default:
+			return d
+		}
+		if end-off < n {
+			return d
+		}
+		if proto == IPProtoRouting {
+			routeEnd(h[off:off+n], &d)
+			return d
+		}
+		proto, off = h[off], off+n
+	}
+	return d
+}
+
+// routeEnd writes into d, which holds the Destination field, the last
+// address of the Routing header r when its Segments Left is above 0 (see
+// FinalDestination).
+func routeEnd(r []byte, d *[16]byte) {
+	if len(r) < 8 || r[3] == 0 {
+		return
+	}
+	switch r[2] {
+	case IPv6RoutingType0:
+		if k := (len(r) - 8) / 16; k > 0 {
+			copy(d[:], r[8+16*(k-1):])
+		}
+	case IPv6RoutingType2, IPv6RoutingSegments:
+		if len(r) >= 24 {
+			copy(d[:], r[8:24])
+		}
+	case IPv6RoutingRPL:
+		// n = (Hdr Ext Len*8 - Pad - (16-CmprE)) / (16-CmprI) + 1
+		// addresses: n-1 of 16-CmprI bytes, then the last of 16-CmprE.
+		cmprI, cmprE, pad := int(r[4]>>4), int(r[4]&0x0f), int(r[5]>>4)
+		room := int(r[1])*8 - pad - (16 - cmprE)
+		if room < 0 || room%(16-cmprI) != 0 {
+			return
+		}
+		at := 8 + room
+		if at+16-cmprE > len(r)-pad {
+			return
+		}
+		copy(d[cmprE:], r[at:at+16-cmprE])
+	}
 }
 
 // Encode writes the fixed header f describes into h[:IPv6HeaderLen]. It

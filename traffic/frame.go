@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 
 	"github.com/skbdev/skb/header"
 	"github.com/skbdev/skb/netdev"
@@ -184,13 +183,29 @@ func answerable(p []byte, f *header.Frame) bool {
 	return header.UDP(p[f.TransportOffset:]).SourcePort() != 0
 }
 
-// ipv6OptionsOK reports whether the Hop-by-Hop and Destination Options
-// headers of the IPv6 frame p, parsed as f, are ones the host's stack
-// would take (RFC 8200 section 4.2, as the kernel's ip6_parse_tlv): no
-// option it does not know whose type asks for the packet to be discarded,
-// and padding that is padding (PadN of at most 5 data bytes, all zero,
-// RFC 4942 section 2.1.9.5). A frame that is not IPv6, or has no such
-// header, passes.
+// ipv6OptionsOK reports whether the extension headers of the IPv6 frame
+// p, parsed as f, are ones the host's stack would deliver to a socket, as
+// the kernel does with its default settings:
+//
+//   - Hop-by-Hop and Destination Options (ip6_parse_tlv, RFC 8200 section
+//     4.2): at most 8 options besides padding in each header
+//     (net.ipv6.max_hbh_opts_number, max_dst_opts_number); padding that is
+//     padding (the iterator's rules: at most 7 bytes in a row, PadN zero,
+//     RFC 4942 section 2.1.9.5); no unknown option whose type asks for the
+//     packet to be discarded; in Hop-by-Hop a Router Alert of exactly 2
+//     data bytes (ipv6_hop_ra) and no Jumbo Payload (ipv6_hop_jumbo drops
+//     one on a packet under 64 KiB, as every frame here is); no Home
+//     Address option (Mobile IPv6, RFC 6275, which this host does not run:
+//     unknown in Hop-by-Hop, whose type says discard).
+//   - Routing (ipv6_rthdr_rcv): Segments Left 0 and a type other than
+//     Mobile IPv6's 2, RPL's 3 and segment routing's 4, which are dropped
+//     with seg6_enabled and rpl_seg_enabled off and no Mobile IPv6
+//     binding; with Segments Left above 0 the host would route the packet
+//     on, or refuse it (type 0, RFC 5095), not deliver it.
+//   - no Authentication header: without an IPsec security association
+//     the host drops the packet (xfrm6_rcv).
+//
+// A frame that is not IPv6, or has no extension header, passes.
 func ipv6OptionsOK(p []byte, f *header.Frame) bool {
 	if f.EtherType != header.EtherTypeIPv6 || f.TransportOffset == 0 {
 		return true
@@ -201,35 +216,57 @@ func ipv6OptionsOK(p []byte, f *header.Frame) bool {
 		switch next {
 		case header.IPProtoHopByHop, header.IPProtoDstOpts:
 			h, err := header.ParseIPv6Options(p[off:f.TransportOffset])
-			if err != nil {
-				return false
-			}
-			it := header.NewIPv6OptionIterator(h.Options())
-			for typ, data, ok := it.Next(); ok; typ, data, ok = it.Next() {
-				switch typ {
-				case header.IPv6OptionPad1:
-				case header.IPv6OptionPadN:
-					if len(data) > 5 || slices.ContainsFunc(data, func(b byte) bool { return b != 0 }) {
-						return false
-					}
-				case header.IPv6OptionTunnelLimit, header.IPv6OptionRouterAlert, header.IPv6OptionHomeAddress:
-				default:
-					if header.IPv6OptionUnknownAction(typ) != header.IPv6OptionSkip {
-						return false
-					}
-				}
-			}
-			if it.Err() != nil {
+			if err != nil || !optionsOK(h, next == header.IPProtoHopByHop) {
 				return false
 			}
 			next, off = h.NextHeader(), off+h.HeaderLen()
 		case header.IPProtoFragment:
 			next, off = p[off], off+header.IPv6FragmentHeaderLen
-		case header.IPProtoRouting, header.IPProtoAH:
-			return true // the kernel's own rules for these; not ours to judge
+		case header.IPProtoRouting:
+			r, err := header.ParseIPv6Routing(p[off:f.TransportOffset])
+			if err != nil || r.SegmentsLeft() != 0 {
+				return false
+			}
+			switch r.RoutingType() {
+			case header.IPv6RoutingType2, header.IPv6RoutingRPL, header.IPv6RoutingSegments:
+				return false
+			}
+			next, off = r.NextHeader(), off+r.HeaderLen()
+		case header.IPProtoAH:
+			return false
 		default:
 			return true
 		}
 	}
 	return true
+}
+
+// maxOptions is the kernel's default limit on the options of a Hop-by-Hop
+// or Destination Options header, padding not counted
+// (IP6_DEFAULT_MAX_HBH_OPTS_CNT, IP6_DEFAULT_MAX_DST_OPTS_CNT).
+const maxOptions = 8
+
+// optionsOK applies ipv6OptionsOK's rules to the options of h, a
+// Hop-by-Hop header when hbh is true, else a Destination Options header.
+func optionsOK(h header.IPv6Options, hbh bool) bool {
+	count := 0
+	it := header.NewIPv6OptionIterator(h.Options())
+	for typ, data, ok := it.Next(); ok; typ, data, ok = it.Next() {
+		if count++; count > maxOptions {
+			return false
+		}
+		switch {
+		case typ == header.IPv6OptionHomeAddress:
+			return false
+		case hbh && typ == header.IPv6OptionRouterAlert:
+			if len(data) != 2 {
+				return false
+			}
+		case hbh && typ == header.IPv6OptionJumbo:
+			return false
+		case header.IPv6OptionUnknownAction(typ) != header.IPv6OptionSkip:
+			return false
+		}
+	}
+	return it.Err() == nil
 }

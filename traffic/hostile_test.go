@@ -132,31 +132,69 @@ func TestToHost(t *testing.T) {
 // Options header holding opts (padded by the caller to 8n-2 bytes)
 // between its IPv6 header and its UDP header.
 func withDstOpts(p []byte, f *header.Frame, opts []byte) []byte {
+	return withExt(p, f, header.IPProtoDstOpts, append([]byte{0, byte((len(opts)+2)/8 - 1)}, opts...))
+}
+
+// withExt returns the IPv6 frame p, parsed as f, with the extension header
+// ext of type typ (its Next Header byte filled in here) between its IPv6
+// header and its UDP header.
+func withExt(p []byte, f *header.Frame, typ uint8, ext []byte) []byte {
 	n := f.NetworkOffset
-	ext := append([]byte{p[n+6], byte((len(opts)+2)/8 - 1)}, opts...)
+	ext = append([]byte{p[n+6]}, ext[1:]...)
 	out := append(append(append([]byte{}, p[:n+header.IPv6HeaderLen]...), ext...), p[n+header.IPv6HeaderLen:]...)
 	ip := header.IPv6(out[n:])
-	out[n+6] = header.IPProtoDstOpts
+	out[n+6] = typ
 	binary.BigEndian.PutUint16(out[n+4:n+6], ip.PayloadLen()+uint16(len(ext)))
 	return out
 }
 
 // TestLinkIPv6Options checks that link-layer sinks and echo servers take
-// an IPv6 frame's Destination Options as the host's stack does: an
-// unknown option whose type says skip passes; one that says discard, and
-// PadN that is not padding, make the frame other.
+// an IPv6 frame's extension headers as the host's stack does: an unknown
+// option whose type says skip passes; one that says discard, PadN that is
+// not padding, more than 8 options, a Router Alert of the wrong length, a
+// Jumbo Payload or Home Address option, a Routing header the host would
+// route on or drop, and an Authentication header make the frame other.
 func TestLinkIPv6Options(t *testing.T) {
+	opts := func(o ...byte) []byte { // a header of 8n bytes, for 8n-2 bytes of o
+		return append([]byte{0, byte((len(o)+2)/8 - 1)}, o...)
+	}
+	addr := netip.MustParseAddr("2001:2::9").As16()
+	route := func(typ, left uint8) []byte {
+		return append([]byte{0, 2, typ, left, 0, 0, 0, 0}, addr[:]...)
+	}
+	var eight []byte // eight options of a skip type with 1 data byte, 24 bytes
+	for range 8 {
+		eight = append(eight, 0x1e, 1, 0)
+	}
+	nine := append(append([]byte{}, eight...), 0x1e, 1, 0, 1, 1, 0) // 30 bytes
+	eight = append(eight, 1, 4, 0, 0, 0, 0)                         // PadN to 30
+	const dst, hbh = header.IPProtoDstOpts, header.IPProtoHopByHop
 	for _, tc := range []struct {
 		name string
-		opts []byte
+		typ  uint8 // the extension header's type
+		ext  []byte
 		ok   bool
 	}{
-		{"unknown, skip", []byte{0x3e, 4, 0, 0, 0, 0}, true},
-		{"padding", []byte{1, 4, 0, 0, 0, 0}, true},
-		{"unknown, discard", []byte{0x7e, 4, 0, 0, 0, 0}, false},
-		{"unknown, discard and ICMP", []byte{0xbe, 4, 0, 0, 0, 0}, false},
-		{"PadN not zero", []byte{1, 4, 0, 0, 1, 0}, false},
-		{"PadN of 6", []byte{1, 6, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}, false},
+		{"unknown, skip", dst, opts(0x3e, 4, 0, 0, 0, 0), true},
+		{"padding", dst, opts(1, 4, 0, 0, 0, 0), true},
+		{"unknown, discard", dst, opts(0x7e, 4, 0, 0, 0, 0), false},
+		{"unknown, discard and ICMP", dst, opts(0xbe, 4, 0, 0, 0, 0), false},
+		{"PadN not zero", dst, opts(1, 4, 0, 0, 1, 0), false},
+		{"PadN of 6", dst, opts(1, 6, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0), false},
+		{"eight options", dst, opts(eight...), true},
+		{"nine options", dst, opts(nine...), false},
+		{"nine options, hop-by-hop", hbh, opts(nine...), false},
+		{"home address", dst, opts(append(append([]byte{0xc9, 16}, addr[:]...), 1, 2, 0, 0)...), false},
+		{"home address, hop-by-hop", hbh, opts(1, 0, 0xc9, 2, 0, 0), false},
+		{"router alert, hop-by-hop", hbh, opts(5, 2, 0, 0, 1, 0), true},
+		{"router alert of 4, hop-by-hop", hbh, opts(5, 4, 0, 0, 0, 0), false},
+		{"router alert of 4, destination options (unknown there: skipped)", dst, opts(5, 4, 0, 0, 0, 0), true},
+		{"jumbo payload, hop-by-hop", hbh, opts(0xc2, 4, 0, 1, 0, 0), false},
+		{"routing type 0, segments left 0", header.IPProtoRouting, route(0, 0), true},
+		{"routing type 0, segments left 1", header.IPProtoRouting, route(0, 1), false},
+		{"routing type 2, segments left 0", header.IPProtoRouting, route(2, 0), false},
+		{"segment routing, segments left 0", header.IPProtoRouting, route(4, 0), false},
+		{"authentication header", header.IPProtoAH, []byte{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, false},
 	} {
 		p := hostileFrame(t, func(u *header.UDPFrame) {
 			u.SourceIP, u.DestinationIP = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2")
@@ -165,11 +203,12 @@ func TestLinkIPv6Options(t *testing.T) {
 		if err := header.ParseFrameInto(p, &f); err != nil {
 			t.Fatal(err)
 		}
-		p = withDstOpts(p, &f, tc.opts)
+		typ := tc.typ
+		p = withExt(p, &f, typ, tc.ext)
 		if err := header.ParseFrameInto(p, &f); err != nil || f.Protocol != header.IPProtoUDP {
 			t.Fatalf("%s: %v, protocol %d", tc.name, err, f.Protocol)
 		}
-		if err := f.VerifyChecksum(p); err != nil {
+		if err := f.VerifyChecksum(p); err != nil && typ != header.IPProtoRouting {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		if got := ipv6OptionsOK(p, &f); got != tc.ok {
