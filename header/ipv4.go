@@ -102,8 +102,10 @@ func (f *IPv4Fields) HeaderLen() int { return IPv4MinHeaderLen + (len(f.Options)
 //   - Total Length at least IHL*4 (ErrBadLength)
 //   - Total Length bytes present (ErrTruncated)
 //   - the options well formed: every option but End and NOP has a length of
-//     at least 2 that stays inside the header (ErrBadOption), as the
-//     kernel's ip_options_compile requires
+//     at least 2 that stays inside the header (ErrBadOption), the first of
+//     the kernel's ip_options_compile checks; each option's own rules
+//     (Record Route's pointer, Timestamp's overflow, Security, Router
+//     Alert's length) are not checked
 //
 // It does not verify the header checksum (see ChecksumValid and
 // Frame.VerifyChecksum) and accepts fragments. The returned view aliases b.

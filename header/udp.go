@@ -35,8 +35,11 @@ type UDPFields struct {
 // ParseUDP checks b the way the kernel's __udp4_lib_rcv does and returns it
 // as a UDP view trimmed to its Length. It returns a *ParseError wrapping
 // ErrTruncated when b is shorter than 8 bytes or than Length, and one
-// wrapping ErrBadLength when Length is below 8 (this includes the Length 0
-// of RFC 2675 jumbograms, which are not supported). It does not verify the
+// wrapping ErrBadLength when Length is below 8. This includes the Length 0
+// of RFC 2675 jumbograms, which are not supported: over IPv6 the kernel's
+// __udp6_lib_rcv takes a Length of 0 on any datagram as "to the end of the
+// payload", where ParseUDP, ParseFrame and the sinks built on them refuse
+// it. It does not verify the
 // checksum. The returned view aliases b. It does not allocate.
 func ParseUDP(b []byte) (UDP, error) {
 	n, err := checkUDP(b, len(b))
