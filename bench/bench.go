@@ -18,7 +18,7 @@ import (
 // Defaults of Options.
 const (
 	// DefaultDuration is how long each run of a variant sends. With
-	// DefaultRuns it makes the default selection take about a minute on
+	// DefaultRuns it makes the default selection take a minute and a half on
 	// two CPUs.
 	DefaultDuration = time.Second
 	// DefaultRuns is how many times each variant runs; the median is

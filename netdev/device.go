@@ -15,7 +15,9 @@ import (
 // traffic.Echo), which a driver must allow: it may not hold a lock across
 // the handler that its Xmit or Flush takes (netdevtest's "xmit in poll").
 // A handler must not call Poll of the device it was called from (drivers
-// panic then, see NestedPoll); it may Close it.
+// panic then, see NestedPoll); it may Close it, and call its Xmit, Flush,
+// TxAvail and Stats. Wait has no use there: the Poll that called the
+// handler hands over what is pending once the handler returns.
 type Handler func(b *skb.Buff)
 
 // Device is one queue of a network device, a socket or a simulated NIC, as a
@@ -126,7 +128,9 @@ type Config struct {
 	// Headroom is reserved in every receive buffer, in bytes; 0 means
 	// DefaultHeadroom and NoHeadroom means none. A driver may keep more:
 	// driver/memring never gives less than its pool reserves (128 bytes
-	// with the default pool), while driver/udp gives exactly this.
+	// with the default pool), while driver/udp gives exactly this; a
+	// memring test of a short headroom gives the pair a pool made with
+	// that headroom (pool.Config.Headroom).
 	Headroom int
 	// Copybreak is the receive copybreak threshold in bytes: 0 means
 	// DefaultCopybreak, CopybreakOff turns it off.

@@ -24,7 +24,10 @@
 // copied into a right-sized buffer (where a smaller block than the receive
 // buffer's holds it) and the large receive buffer is reused at once (seed
 // 001); receive buffers reserve headroom (default 128 bytes) so
-// that a tunnel can push its header without reallocating (seed 004).
+// that a tunnel can push its header without reallocating (seed 004). A
+// received buffer that shares its data is the exception: a GRO segment of
+// driver/udp at or over the copybreak threshold is a clone of its train,
+// and a header is pushed on it after CowHead (a copy) only.
 //
 // # Concurrency
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"time"
 
@@ -91,6 +92,7 @@ type EchoResult struct {
 
 type echoer struct {
 	dev   netdev.Device
+	yield bool // spinning on the process's one P (soleP): yield it after an empty Poll
 	cache *pool.Cache
 	ax    AddrXmitter
 	sx    SrcXmitter     // ax with PktInfo on: answers from the request's destination
@@ -139,7 +141,7 @@ type echoer struct {
 // invalid config, or the device's error (netdev.ErrClosed when it was
 // closed under the run), with the result so far.
 func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, error) {
-	e := &echoer{dev: dev, cache: dev.Cache(), cfg: cfg}
+	e := &echoer{dev: dev, cache: dev.Cache(), cfg: cfg, yield: cfg.Spin && soleP()}
 	cfg.Budget = cmp0(cfg.Budget, 1)
 	cfg.Duration = cmp0(cfg.Duration, DefaultSinkDuration)
 	cfg.Idle = cmp0(cfg.Idle, DefaultEchoIdle)
@@ -388,6 +390,9 @@ loop:
 			break
 		}
 		if n == 0 && e.cfg.Spin {
+			if e.yield {
+				runtime.Gosched()
+			}
 			// Spinning on an empty queue: look at the clock (and the
 			// bounds, the interval and ctx) every 64th time only, so that
 			// a spin costs little more than the device's probe.

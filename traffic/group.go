@@ -229,10 +229,12 @@ type runner struct {
 	nextTick        time.Duration // the end of the interval being counted
 	last            time.Duration // the end of the last Poll that counted packets; 0 before one
 	wait            time.Duration // a runner of several sinks: the last timeout of Wait
+	yield           bool          // spinning on the process's one P (soleP): yield it after empty Polls
 }
 
 // init prepares the run from start to deadline, on the sinks' clock.
 func (r *runner) init(start, deadline time.Duration) {
+	r.yield = r.cfg.Spin && soleP()
 	r.errs = make([]error, len(r.sinks))
 	r.active = make([]int, len(r.sinks))
 	for i, s := range r.sinks {
@@ -291,6 +293,9 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 			return r.clk.now()
 		}
 		if !got && r.cfg.Spin {
+			if r.yield {
+				runtime.Gosched()
+			}
 			// Spinning on empty queues: look at the clock (and the
 			// bounds, the interval and done) after every 64th Poll
 			// only, as the echo server does.

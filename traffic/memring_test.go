@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -1451,5 +1452,63 @@ func TestPktgenWarm(t *testing.T) {
 				t.Errorf("warm: %d of its buffers from a class of at least %d bytes, want %d", big, tc.size, tc.n)
 			}
 		})
+	}
+}
+
+// TestBusyPollOneP runs the busy-polling ping-pong and echo, and a spinning
+// sink behind a generator, in one process on one P (GOMAXPROCS 1, as
+// under taskset -c 0): each spinning loop must yield the P after an empty
+// Poll, or its peer runs only when the scheduler preempts it (about 10 ms
+// a turn: a few round trips in the 2 s allowed here, not 2000).
+func TestBusyPollOneP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	a, b := pair(t, memring.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := make(chan EchoResult)
+	go func() {
+		r, err := Echo(ctx, b, EchoConfig{Spin: true})
+		if err != nil {
+			t.Error(err)
+		}
+		srv <- r
+	}()
+	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 2000, Warmup: -1, BusyPoll: true, Size: 100, Duration: 2 * time.Second})
+	cancel()
+	<-srv
+	if err != nil || r.Iters != 2000 {
+		t.Fatalf("%d of 2000 round trips in 2 s (%v) with one P", r.Iters, err)
+	}
+
+	// A spinning sink, fed one packet at a time by a sender that yields
+	// after each.
+	tx, rx := pair(t, memring.Config{})
+	sink := make(chan SinkResult)
+	go func() {
+		s, err := NewSink(rx, SinkConfig{Spin: true, Duration: 2 * time.Second, Count: 5000})
+		if err != nil {
+			t.Error(err)
+			sink <- SinkResult{}
+			return
+		}
+		r, err := s.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		sink <- r
+	}()
+	c := tx.Cache()
+	for range 5000 {
+		b, err := c.Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Put(64)
+		if err := tx.Xmit(b, false); err != nil {
+			t.Fatal(err)
+		}
+		runtime.Gosched()
+	}
+	if sr := <-sink; sr.Packets != 5000 {
+		t.Errorf("sink counted %d of 5000 packets in 2 s with one P", sr.Packets)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"slices"
 	"time"
 
@@ -134,6 +135,7 @@ type PingPongResult struct {
 
 type pinger struct {
 	dev      netdev.Device
+	yield    bool // busy-polling on the process's one P (soleP): yield it after an empty Poll
 	cache    *pool.Cache
 	devAlloc Allocator
 	ax       AddrXmitter
@@ -163,7 +165,7 @@ type pinger struct {
 // server), with the result so far. A run ctx ends returns nil, replies or
 // not: the result says what was measured.
 func PingPong(ctx context.Context, dev netdev.Device, cfg PingPongConfig) (PingPongResult, error) {
-	p := &pinger{dev: dev, cache: dev.Cache(), cfg: cfg}
+	p := &pinger{dev: dev, cache: dev.Cache(), cfg: cfg, yield: soleP()}
 	res := PingPongResult{}
 	if err := p.setup(); err != nil {
 		return res, fmt.Errorf("traffic: pingpong: %w", err)
@@ -360,6 +362,9 @@ func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 		}
 		if n > 0 {
 			continue
+		}
+		if p.cfg.BusyPoll && p.yield {
+			runtime.Gosched()
 		}
 		if p.cfg.BusyPoll && spins&255 != 255 {
 			continue

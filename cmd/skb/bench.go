@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,7 +45,7 @@ that drift hits all of them, and prints for each variant the median of its
 runs and its ratio to its reference variant: the median of its runs' ratios
 to the reference's run of the same round. A ratio marked ~ lies within the
 spread of the runs. Without flags it runs on loopback and in memory, needs no
-privileges, and takes about a minute on two CPUs.
+privileges, and takes a minute and a half on two CPUs.
 
 --lab (root) adds AF_PACKET and AF_XDP experiments in a two-namespace veth lab
 that bench makes and removes. --ref DIR runs the C reference programs found in
@@ -124,6 +125,12 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 		if st, err := os.Stat(o.ref); err != nil || !st.IsDir() {
 			return fmt.Errorf("--ref %s: not a directory: want the one holding the C reference programs", o.ref)
 		}
+	}
+	if !cmd.Flags().Changed("cpus") && runtime.NumCPU() < 2 {
+		// One CPU to run on (taskset, a container): the default
+		// pinning to CPUs 0 and 1 cannot be, so nothing is pinned.
+		fmt.Fprintln(cmd.ErrOrStderr(), "skb: bench: one CPU available: the senders and receivers run unpinned, taking turns on it (--cpus -1,-1)")
+		o.cpus = "-1,-1"
 	}
 	sender, receiver, err := benchCPUs(o.cpus)
 	if err != nil {

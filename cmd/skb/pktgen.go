@@ -206,6 +206,9 @@ type pktgenResultJSON struct {
 	FirstError      string  `json:"first_error,omitempty"`
 	CPUUser         float64 `json:"cpu_user"`
 	CPUSys          float64 `json:"cpu_sys"`
+	// Error is the run's error (the same as the error line on stderr
+	// says), absent when the run succeeded.
+	Error string `json:"error,omitempty"`
 	stopInfo
 }
 
@@ -385,8 +388,6 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	if r.FirstErr != nil {
 		j.FirstError = r.FirstErr.Error()
 	}
-	p.line(fmt.Sprintf("sent %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d errors, %d doorbells",
-		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Errors, r.Doorbells), j)
 	if done := r.Packets + r.Errors; runErr != nil && r.Queued > done {
 		// A device that stopped taking packets (an interface removed
 		// under an AF_XDP queue) keeps what it had queued until Close.
@@ -426,13 +427,25 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 			refused = false
 		}
 	}
+	// The run's error, which the result carries in "error" as the
+	// command's error line says it, without its "skb: " prefix.
+	var fail error
 	switch {
 	case runErr != nil:
-		return fmt.Errorf("pktgen: %w", runErr)
+		fail = fmt.Errorf("pktgen: %w", runErr)
 	case refused:
-		return errors.New("pktgen: " + refusal)
+		fail = errors.New("pktgen: " + refusal)
 	case r.Packets == 0 && r.FirstErr != nil:
-		return fmt.Errorf("pktgen: no packet sent: %w", r.FirstErr)
+		fail = fmt.Errorf("pktgen: no packet sent: %w", r.FirstErr)
+	}
+	if fail != nil {
+		j.Error = fail.Error()
+	}
+	p.line(fmt.Sprintf("sent %d packets, %d bytes in %.2f seconds = %.0f pps, %.2f Mbit/sec%s; %d errors, %d doorbells",
+		r.Packets, r.Bytes, r.Seconds, r.PPS, r.Mbps, frameRate(r.FrameBytes, r.FrameMbps), r.Errors, r.Doorbells), j)
+	switch {
+	case fail != nil:
+		return fail
 	case p.err() != nil:
 		return fmt.Errorf("pktgen: %w", p.err())
 	}

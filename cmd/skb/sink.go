@@ -204,6 +204,9 @@ type sinkResultJSON struct {
 	// Whole frames, on link-layer devices only.
 	FrameBytes uint64  `json:"frame_bytes,omitempty"`
 	FrameMbps  float64 `json:"frame_mbps,omitempty"`
+	// Error is the run's error (the same as the error line on stderr
+	// says), absent when the run succeeded.
+	Error string `json:"error,omitempty"`
 	stopInfo
 }
 
@@ -540,12 +543,16 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 	l := r.Latency
 	cu, cs := cpuTimes()
 	trunc := rxTruncated(devs)
-	p.line(sinkResultLine(r, trunc),
-		sinkResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
-			Lost: r.Lost, Reordered: r.Reordered, Duplicates: r.Duplicates, Unstamped: r.Unstamped, Flows: r.Flows,
-			KernelDrops: r.KernelDrops, Dropped: r.Dropped, Copybreak: r.Copybreak, Other: r.Other,
-			LatencyCount: l.Count, LatencyP50: us(l.P50), LatencyP99: us(l.P99), LatencyP999: us(l.P999), LatencyMax: us(l.Max),
-			Truncated: trunc, Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs, FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps, stopInfo: sc.stopped()})
+	j := sinkResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
+		Lost: r.Lost, Reordered: r.Reordered, Duplicates: r.Duplicates, Unstamped: r.Unstamped, Flows: r.Flows,
+		KernelDrops: r.KernelDrops, Dropped: r.Dropped, Copybreak: r.Copybreak, Other: r.Other,
+		LatencyCount: l.Count, LatencyP50: us(l.P50), LatencyP99: us(l.P99), LatencyP999: us(l.P999), LatencyMax: us(l.Max),
+		Truncated: trunc, Dev: spec.String(), Listen: listen.String(), CPUUser: cu, CPUSys: cs, FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps, stopInfo: sc.stopped()}
+	if runErr != nil {
+		runErr = fmt.Errorf("sink: %w", runErr)
+		j.Error = runErr.Error()
+	}
+	p.line(sinkResultLine(r, trunc), j)
 	if !f.asJSON && l.Count > 0 {
 		fmt.Fprintf(p.w, "one-way latency: p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec, max = %.2f usec\n",
 			us(l.P50), us(l.P99), us(l.P999), us(l.Max))
@@ -554,7 +561,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), truncatedWarning(trunc))
 	}
 	if runErr != nil {
-		return fmt.Errorf("sink: %w", runErr)
+		return runErr
 	}
 	if err := p.err(); err != nil {
 		return fmt.Errorf("sink: %w", err)

@@ -800,6 +800,13 @@ func TestTrafficBadFlags(t *testing.T) {
 			t.Errorf("exit %d, result %v, stderr %q; want exit 1 and the result's error equal to the error line", code, r, errOut)
 		}
 	})
+	t.Run("pktgen --json refused", func(t *testing.T) {
+		out, errOut, code := skb(t, "pktgen", "--json", "--dst", fmt.Sprintf("127.0.0.1:%d", closed), "-n", "50", "-t", "2")
+		_, r := ndjson(t, out)
+		if code != 1 || r["error"] == nil || "skb: "+fmt.Sprint(r["error"])+"\n" != errOut {
+			t.Errorf("exit %d, result %v, stderr %q; want exit 1 and the result's error equal to the error line", code, r, errOut)
+		}
+	})
 }
 
 // TestLinkLayerCLI runs the link-layer devices inside a lab's namespaces,

@@ -47,6 +47,14 @@ type Config struct {
 	// splits back into one buffer per datagram. Receive buffers then come
 	// from the pool's largest class (64 KiB trains). Refused by the kernel,
 	// it stays off and gso_fallback_unsupported counts it.
+	//
+	// A segment shorter than the copybreak threshold is copied into a
+	// buffer of its own with the device's headroom; a longer one is a
+	// clone sharing the train's block (skb_segment_list's clones), which
+	// must not be written: a forwarder pushing a header on it calls
+	// CowHead first, which copies it. One that pushes headers on every
+	// segment does as well to raise Copybreak above its segment size
+	// (one copy either way, without the clone).
 	GRO bool
 
 	// SndBuf and RcvBuf size the socket's send and receive buffers, in bytes
