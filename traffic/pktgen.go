@@ -640,13 +640,14 @@ func (g *Pktgen) next(ts int64, maxSegs int) (*skb.Buff, int, int, error) {
 		flow := g.pickFlow()
 		if g.gso {
 			// A super-packet small enough that all its copies fit in
-			// what the run may still send (-n 10 --clone 4: three
-			// datagrams sent four times, then one), rather than one
-			// that the count lets out once. The count alone: Run's cut
-			// of one burst, which a GSO burst's one super-packet fills,
-			// is in maxSegs already.
+			// what the run may still send (-n 10 --clone 4: two
+			// datagrams sent four times, then one sent twice, as the
+			// count cuts a plain run's last clones), rather than one
+			// that the count lets out fewer times. The count alone:
+			// Run's cut of one burst, which a GSO burst's one
+			// super-packet fills, is in maxSegs already.
 			r, c := g.countLeft(), uint64(g.clone)
-			maxSegs = int(max(1, min(uint64(maxSegs), r/c+min(r%c, 1))))
+			maxSegs = int(max(1, min(uint64(maxSegs), r/c)))
 		}
 		b, segs, err := g.build(flow, maxSegs, ts)
 		if err != nil {

@@ -266,9 +266,10 @@ func TestPktgenGSOCloneDuplicates(t *testing.T) {
 		// The count leaves 120 after 15 super-packets of 64 sent 3
 		// times: the last is 40 datagrams, sent 3 times too.
 		{"clone 3 uneven", PktgenConfig{Count: 3000, Burst: 64, Clone: 3}, 2000, 1},
-		// A count under one clone group: 3 datagrams sent 4 times, then
-		// 1 (9 copies would not fit in the count).
-		{"clone 4, count 10", PktgenConfig{Count: 10, Burst: 64, Clone: 4}, 6, 1},
+		// A count that is no multiple of the clones: 2 datagrams sent 4
+		// times, then 1 sent twice (the count cuts its copies, as a
+		// plain run's last).
+		{"clone 4, count 10", PktgenConfig{Count: 10, Burst: 64, Clone: 4}, 7, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

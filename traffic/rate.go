@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// pacerDepth is the token bucket's depth in time: after a late wake-up the
-// generator may send up to this much of its rate back to back to catch up,
-// and no more. A sleeping thread on a busy virtual machine wakes
+// pacerDepth is the token bucket's depth in time (at least, see wait):
+// after a late wake-up the generator may send up to this much of its rate
+// back to back to catch up, and no more. A sleeping thread on a busy virtual machine wakes
 // milliseconds late now and then; a shallower bucket would lose that time
 // and undershoot the rate.
 const pacerDepth = 10 * time.Millisecond
@@ -50,7 +50,7 @@ func (p *pacer) wait(c *clock, now time.Duration, n int, wake time.Duration) (ti
 	if p.perPacket == 0 {
 		return now, true
 	}
-	p.tat = max(p.tat, now-pacerDepth)
+	p.tat = max(p.tat, now-p.depth(n))
 	if d := p.tat - now; d >= pacerMinSleep {
 		if wake-now < d {
 			sleep(max(wake-now, 0))
@@ -70,6 +70,17 @@ func (p *pacer) wait(c *clock, now time.Duration, n int, wake time.Duration) (ti
 		p.tat = math.MaxInt64
 	}
 	return now, true
+}
+
+// depth returns the bucket's depth for bursts of n packets: pacerDepth, or
+// one burst's cost when that is more, up to a second (64 datagrams at 1000
+// pps cost 64 ms: a wake-up later than a shallower depth would lose time
+// at every burst, and a loaded machine wakes that late).
+func (p *pacer) depth(n int) time.Duration {
+	if c := float64(n) * p.perPacket; c > float64(pacerDepth) {
+		return time.Duration(min(c, float64(time.Second)))
+	}
+	return pacerDepth
 }
 
 // due returns how many packets may still go out before deadline: those

@@ -504,6 +504,41 @@ func TestPacer(t *testing.T) {
 	}
 }
 
+// TestPacerLateWakeBurst checks that a burst whose cost is more than
+// pacerDepth keeps the time of a wake-up late by less than that cost: 64
+// packets at 1000 pps cost 64 ms, and a run woken 30 ms late at each burst
+// (a loaded machine) must still send at the rate, the next burst going at
+// once. The clock is the pacer's virtual time: no sleep is taken.
+func TestPacerLateWakeBurst(t *testing.T) {
+	c := newClock()
+	p := newPacer(1000)
+	now := time.Hour // past every tat: nothing sleeps
+	p.tat = now
+	sent := 0
+	for range 100 {
+		// The burst was due at tat; the wake-up came 30 ms after it.
+		now = p.tat + 30*time.Millisecond
+		if _, ok := p.wait(&c, now, 64, now+time.Hour); !ok {
+			t.Fatal("a late burst waited")
+		}
+		sent += 64
+	}
+	// 100 bursts from an hour in: tat moved by their whole cost, not
+	// cut back to the depth at each late wake-up.
+	if got, want := p.tat-time.Hour, 100*64*time.Millisecond; got != want {
+		t.Errorf("100 bursts late by 30 ms charged %v of the bucket, want %v", got, want)
+	}
+	if d := p.depth(64); d != 64*time.Millisecond {
+		t.Errorf("depth for 64 at 1000 pps %v, want 64ms", d)
+	}
+	if d := newPacer(1e-300); d.depth(64) != time.Second {
+		t.Errorf("depth at 1e-300 pps %v, want a second", d.depth(64))
+	}
+	if d := newPacer(1e6); d.depth(64) != pacerDepth {
+		t.Errorf("depth for 64 at 1 Mpps %v, want %v", d.depth(64), pacerDepth)
+	}
+}
+
 // TestPacerWholeNanoseconds checks that the bucket charges a burst at
 // least its exact cost when the cost is not a whole number of ns: cut
 // each time, 1000 bursts of 2 at 123456 pps would be charged 104 ns

@@ -127,7 +127,7 @@ before it sends anything. --allow-any-dst lifts that for a network you own.
 	durationVarP(fs, &o.duration, "duration", "t", traffic.DefaultDuration, "stop after this long")
 	fs.Float64VarP(&o.rate, "rate", "r", 0, "packets per second, 0 for as fast as the device takes them")
 	fs.IntVarP(&o.burst, "burst", "b", 1, fmt.Sprintf("packets per doorbell, 1 to %d (datagrams per super-packet with --gso; default 64 then)", traffic.MaxBurst))
-	fs.IntVar(&o.clone, "clone", 0, "send each buffer N times as clones (pktgen's clone_skb); the sink counts the copies as duplicates (a copy that comes over 1024 places late counts as a late packet, and makes up for a loss). With --gso a buffer is a super-packet of up to --burst datagrams, each copy all of them; near the end of a --count it holds fewer, so that its copies fit")
+	fs.IntVar(&o.clone, "clone", 0, "send each buffer N times as clones (pktgen's clone_skb; 0 and 1 send each once); the sink counts the copies as duplicates (a copy that comes over 1024 places late counts as a late packet, and makes up for a loss). With --gso a buffer is a super-packet of up to --burst datagrams, each copy all of them; near the end of a --count it holds fewer, so that its copies fit")
 	fs.BoolVar(&o.gso, "gso", false, "send UDP GSO super-packets of --burst datagrams (udp device)")
 	fs.BoolVar(&o.noTstamp, "no-timestamp", false, "leave the send time out of the stamps (pktgen's NO_TIMESTAMP): the sink times nothing, and the clock is read once per 64 packets")
 	fs.BoolVar(&o.noCsum, "no-udp-csum", false, "link-layer devices, IPv4: leave the UDP checksum 0 (\"none\", RFC 768) instead of computing it per packet")
