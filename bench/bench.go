@@ -170,13 +170,19 @@ type Row struct {
 	Stddev  float64   `json:"stddev"`
 	Samples []float64 `json:"samples"`
 	// Target is the goal the row is held to ("" when none), and Met
-	// whether the median meets it.
+	// whether Ratio meets it (Value for a target on the figure itself,
+	// such as allocations per packet); Met is nil when that is undefined
+	// (the reference failed): the table says "unknown".
 	Target string `json:"target,omitempty"`
 	Met    *bool  `json:"met,omitempty"`
-	// Noise is set when the ratio lies within the spread of the two
-	// variants' runs: the difference may be noise.
+	// Noise is set when the difference may be noise: the ratios of the
+	// rounds that gave both variants a value lie on both sides of 1 (one
+	// round says better, another worse), or, with fewer than two such
+	// rounds, the ranges of the two variants' runs overlap.
 	Noise bool `json:"noise,omitempty"`
-	// Error is why the variant gave no value (then Runs is 0).
+	// Error is why the variant gave no value (then Runs is 0); or, in a
+	// row of its own after the variant's figures, why its runs stopped
+	// before the last round (the figures are of the runs before).
 	Error string `json:"error,omitempty"`
 }
 
@@ -535,27 +541,32 @@ func (x Experiment) rowsByRound(vs []variant, samples [][]sample, rounds [][]int
 	}
 	// paired returns the median over the rounds that gave both variant i
 	// and variant j a value of metric m of i's value over j's.
-	paired := func(i, j int, m string) (float64, bool) {
+	// Figures that are not finite numbers are left out everywhere.
+	value := func(s sample, m string) (float64, bool) {
+		v, ok := s[m]
+		return v, ok && !math.IsNaN(v) && !math.IsInf(v, 0)
+	}
+	paired := func(i, j int, m string) (stats, bool) {
 		of := map[int]float64{}
 		for k, s := range samples[j] {
-			if v, ok := s[m]; ok && v != 0 {
+			if v, ok := value(s, m); ok && v != 0 {
 				of[round(j, k)] = v
 			}
 		}
 		var rs []float64
 		for k, s := range samples[i] {
-			if v, ok := s[m]; ok {
+			if v, ok := value(s, m); ok {
 				if ref, ok := of[round(i, k)]; ok {
 					rs = append(rs, v/ref)
 				}
 			}
 		}
-		return summarize(rs).median, len(rs) > 0
+		return summarize(rs), len(rs) > 0
 	}
 	metricStats := func(i int, m string) (stats, bool) {
 		var vals []float64
 		for _, s := range samples[i] {
-			if v, ok := s[m]; ok {
+			if v, ok := value(s, m); ok {
 				vals = append(vals, v)
 			}
 		}
@@ -592,10 +603,13 @@ func (x Experiment) rowsByRound(vs []variant, samples [][]sample, rounds [][]int
 			} else if j := index(v.ref); j >= 0 {
 				if rs, ok := metricStats(j, m.Name); ok && rs.median != 0 {
 					ratio = st.median / rs.median
-					if p, ok := paired(i, j, m.Name); ok {
-						ratio = p
-					}
 					r.Noise = overlap(st, rs)
+					if p, ok := paired(i, j, m.Name); ok {
+						ratio = p.median
+						if len(p.values) >= 2 {
+							r.Noise = p.min <= 1 && 1 <= p.max
+						}
+					}
 				}
 			}
 			if !math.IsNaN(ratio) && !math.IsInf(ratio, 0) {
@@ -607,18 +621,37 @@ func (x Experiment) rowsByRound(vs []variant, samples [][]sample, rounds [][]int
 				if t.Abs {
 					val = st.median
 				}
-				met := t.check(val)
-				r.Met = &met
+				if !math.IsNaN(val) && !math.IsInf(val, 0) {
+					met := t.check(val)
+					r.Met = &met
+				}
 			}
 			rows = append(rows, r)
+		}
+		if errs[i] != nil {
+			// Runs before the error gave the figures above; the
+			// error is a row of its own, so that it counts as failed.
+			rows = append(rows, Row{
+				Experiment: x.Name, Seed: x.Seed, Variant: v.name, Reference: v.ref,
+				Metric: x.Metrics[0].Name, Unit: x.Metrics[0].Unit, Better: better(x.Metrics[0]),
+				Error: fmt.Sprintf("stopped after %d good %s: %v", len(samples[i]), plural(len(samples[i]), "run", "runs"), errs[i]), Samples: []float64{},
+			})
 		}
 	}
 	return rows
 }
 
-// overlap reports whether the ranges of two variants' runs overlap: then the
-// difference of their medians is within what the runs scatter by. With
-// fewer than two runs on either side nothing is known, and it reports false.
+// plural returns one for n == 1 and many otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// overlap reports whether the ranges of two variants' runs overlap: the
+// test of noise when no round gave both a value (Row.Noise). With fewer
+// than two runs on either side nothing is known, and it reports false.
 func overlap(a, b stats) bool {
 	if len(a.values) < 2 || len(b.values) < 2 {
 		return false

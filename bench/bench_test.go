@@ -6,9 +6,13 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,20 +94,72 @@ func TestRows(t *testing.T) {
 	}
 }
 
+// TestNoise checks the "~" mark: a variant whose rounds lie on both
+// sides of its reference's is noise; one that is steadily below it is not,
+// even when one slow run of the reference makes the two ranges overlap;
+// with one round only, the ranges decide.
 func TestNoise(t *testing.T) {
 	x := Experiment{Name: "n", Metrics: []Metric{mPPS}}
-	vs := []variant{{name: "a"}, {name: "b", ref: "a"}, {name: "c", ref: "a"}}
+	vs := []variant{{name: "a"}, {name: "b", ref: "a"}, {name: "c", ref: "a"}, {name: "d", ref: "a"}}
 	samples := [][]sample{
-		{{"pps": 100}, {"pps": 120}},
-		{{"pps": 110}, {"pps": 130}}, // overlaps a
-		{{"pps": 200}, {"pps": 210}}, // clear of a
+		{{"pps": 100}, {"pps": 120}, {"pps": 60}},
+		{{"pps": 95}, {"pps": 130}, {"pps": 66}}, // 0.95, 1.08, 1.10: both sides
+		{{"pps": 200}, {"pps": 210}, {"pps": 150}},
+		{{"pps": 85}, {"pps": 102}, {"pps": 51}}, // 0.85 each round, overlapping a's range
 	}
-	rows := x.rows(vs, samples, make([]error, 3))
-	if !rows[1].Noise || rows[2].Noise || rows[0].Noise {
-		t.Errorf("noise flags %v %v %v, want false true false", rows[0].Noise, rows[1].Noise, rows[2].Noise)
+	rows := x.rows(vs, samples, make([]error, 4))
+	if rows[0].Noise || !rows[1].Noise || rows[2].Noise || rows[3].Noise {
+		t.Errorf("noise flags %v %v %v %v, want false true false false", rows[0].Noise, rows[1].Noise, rows[2].Noise, rows[3].Noise)
 	}
-	if s := RatioString(rows[1]); s != "~1.09x" {
+	if s := RatioString(rows[1]); s != "~1.08x" {
 		t.Errorf("RatioString = %q", s)
+	}
+	// One round of b, two of a in other rounds: no pairs to judge by.
+	one := x.rowsByRound(vs[:2], [][]sample{{{"pps": 100}, {"pps": 120}}, {{"pps": 110}, {"pps": 115}}}, [][]int{{0, 1}, {2, 3}}, make([]error, 2))
+	if !one[1].Noise {
+		t.Errorf("no paired rounds, overlapping ranges: noise %v, want true", one[1].Noise)
+	}
+}
+
+// TestRowsEdges checks rows that must not read as results: a variant
+// that failed after good runs gets an error row (counted as failed); a
+// figure that is not finite is left out (JSON cannot carry it); a target
+// against a failed reference is unknown, not missed; and a ratio just
+// under its bound prints with three decimals.
+func TestRowsEdges(t *testing.T) {
+	x := Experiment{Name: "e", Metrics: []Metric{mPPS}}
+	vs := []variant{{name: "a"}, {name: "b", ref: "a", targets: map[string]Target{"pps": {Min: 0.95}}}}
+	rows := x.rows(vs, [][]sample{
+		{{"pps": 100}, {"pps": 100}},
+		{{"pps": 94.99}, {"pps": math.Inf(1)}},
+	}, []error{nil, errors.New("no reply")})
+	rep := &Report{Rows: rows}
+	if len(rep.Failed()) != 1 || !strings.Contains(rep.Failed()[0].Error, "stopped after 2 good runs: no reply") {
+		t.Errorf("failed rows %+v", rep.Failed())
+	}
+	b := rows[1]
+	if b.Runs != 1 || b.Value != 94.99 || b.Met == nil || *b.Met {
+		t.Errorf("b %+v: want one finite run, target missed", b)
+	}
+	if s := RatioString(b); s != "0.949x" {
+		t.Errorf("RatioString %q, want 0.949x", s)
+	}
+	c := Row{Ratio: new(1.0501), Target: "<=1.05x", Met: new(false)}
+	if s := RatioString(c); s != "1.051x" {
+		t.Errorf("RatioString %q, want 1.051x", s)
+	}
+	var buf bytes.Buffer
+	if err := WriteJSONRows(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	// Against a reference that gave nothing.
+	rows = x.rows(vs, [][]sample{{}, {{"pps": 90}}}, []error{errors.New("down"), nil})
+	var tb bytes.Buffer
+	if err := WriteTable(&tb, &Report{Rows: rows, Runs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tb.String(), ">=0.95x unknown") || strings.Contains(tb.String(), "MISSED") {
+		t.Errorf("target against a failed reference:\n%s", tb.String())
 	}
 }
 
@@ -328,7 +384,7 @@ func TestWriteTable(t *testing.T) {
 	for _, want := range []string{
 		"machine: 2 x AMD EPYC, Linux 6.18, go1.26, load 0.1 0.2 0.3, CPUs busy before the start 3%",
 		"reading it: higher is better for rates (pps, Mbit/s), lower for times",
-		"~ marks a ratio whose runs' range overlaps the reference's",
+		"~ marks a ratio whose rounds lie on both sides of 1",
 		"EXPERIMENT  VARIANT  METRIC  MEDIAN",
 		"# fake (seed 002): a fake",
 		"fake        a        pps     100 pps",
@@ -535,17 +591,63 @@ func TestCPUSnap(t *testing.T) {
 		t.Skip("no /proc/stat")
 	}
 	b := snapCPU()
-	if b.total < a.total || b.self < a.self {
-		t.Errorf("times went back: %+v then %+v", a, b)
+	if b.total < a.total {
+		t.Errorf("times went back: %d then %d", a.total, b.total)
+	}
+	if _, ok := b.procs[os.Getpid()]; ok {
+		t.Error("this process counted among the others")
 	}
 	if v := othersBusy(a, a); v != -1 {
 		t.Errorf("othersBusy over no time = %d, want -1", v)
 	}
-	x := cpuSnap{total: 1000, idle: 500, irq: 50, self: 100, ok: true}
-	y := cpuSnap{total: 2000, idle: 900, irq: 100, self: 500, ok: true}
-	// busy 600 of 1000, this process 400, interrupts 50: others 150.
+	x := cpuSnap{total: 1000, steal: 10, procs: map[int]uint64{1: 50, 2: 70, 3: 5}, ok: true}
+	y := cpuSnap{total: 2000, steal: 30, procs: map[int]uint64{1: 150, 2: 70, 4: 30}, ok: true}
+	// Of 1000 ticks: pid 1 100, pid 2 none, pid 3 gone (not seen), pid
+	// 4 new 30, stolen 20: others 150.
 	if v := othersBusy(x, y); v != 15 {
 		t.Errorf("othersBusy = %d, want 15", v)
+	}
+}
+
+// TestOthersSeesABusyProgram runs a program that spins on one CPU beside
+// the reading: it must show as others, and a child of this process must
+// not.
+func TestOthersSeesABusyProgram(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	spin := func() *exec.Cmd {
+		c := exec.Command("sh", "-c", "end=$(($(date +%s)+2)); while [ $(date +%s) -lt $end ]; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// A child of this process: not others.
+	a := snapCPU()
+	c := spin()
+	time.Sleep(500 * time.Millisecond)
+	b := snapCPU()
+	c.Process.Kill()
+	c.Wait()
+	if v := othersBusy(a, b); v > 20 {
+		t.Errorf("this process's own child counted as others: %d%%", v)
+	}
+	// A grandchild started by a shell that exits at once: its parent
+	// is init, as another program's would be.
+	a = snapCPU()
+	g := exec.Command("sh", "-c", "(end=$(($(date +%s)+2)); while [ $(date +%s) -lt $end ]; do :; done) & echo $!")
+	out, err := g.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	b = snapCPU()
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if v := othersBusy(a, b); v < 30/runtime.NumCPU() {
+		t.Errorf("a program spinning on one of %d CPUs counted as %d%% others", runtime.NumCPU(), v)
 	}
 }
 

@@ -15,8 +15,8 @@ var (
 	mRxPPS   = Metric{Name: "rx pps", Unit: "pps", Doc: "datagrams or frames the receiver took in per second, from the first to the last"}
 	mTxPPS   = Metric{Name: "tx pps", Unit: "pps", Doc: "packets the sender's device sent per second"}
 	mAllocs  = Metric{Name: "allocs/pkt", Unit: "allocs/pkt", Lower: true, NoRatio: true, Doc: "heap allocations per packet (in a socket run, of the whole process over the middle half of the run)"}
-	mRxCPU   = Metric{Name: "rx cpu", Unit: "ns/pkt", Lower: true, Doc: "CPU time of the receiving thread per packet received"}
-	mTxCPU   = Metric{Name: "tx cpu", Unit: "ns/pkt", Lower: true, Doc: "CPU time of the sending thread per packet sent (on loopback it includes the kernel's receive work, done on the sender's CPU)"}
+	mRxCPU   = Metric{Name: "rx cpu", Unit: "ns/pkt", Lower: true, Doc: "CPU time of the receiving thread per packet received (getrusage RUSAGE_THREAD for a loop in the bench's process, which leaves out the Go runtime's other threads: the GC's background workers, the netpoller's; the whole process for a C program or an skb process)"}
+	mTxCPU   = Metric{Name: "tx cpu", Unit: "ns/pkt", Lower: true, Doc: "CPU time of the sending thread per packet sent (on loopback it includes the kernel's receive work, done on the sender's CPU; the thread alone or the whole process, as for rx cpu)"}
 	mHeld    = Metric{Name: "held B/pkt", Unit: "B/pkt", Lower: true, Doc: "pool memory a received packet holds while the receiver keeps it (its data block)"}
 	mPPS     = Metric{Name: "pps", Unit: "pps", Doc: "packets moved per second"}
 	mNs      = Metric{Name: "ns/pkt", Unit: "ns/pkt", Lower: true, Doc: "nanoseconds per packet"}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -58,7 +59,9 @@ func parseFigures(out, word string) (map[string]float64, error) {
 			if !ok {
 				continue
 			}
-			if x, err := strconv.ParseFloat(v, 64); err == nil {
+			// A figure that is not a finite number ("inf", "nan") is
+			// left out, as one that does not parse.
+			if x, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(x, 0) && !math.IsNaN(x) {
 				m[k] = x
 			}
 		}
@@ -242,8 +245,15 @@ func cUDPRun(ctx context.Context, e *env, sendArgs, recvArgs []string) (sample, 
 	}
 	defer recv.stop()
 	time.Sleep(cReady)
-	return e.cSendRecv(ctx, recv, nil, "udp_send",
+	s, err := e.cSendRecv(ctx, recv, nil, "udp_send",
 		append([]string{"-d", "127.0.0.1", "-p", port, "-t", secsArg(e.dur)}, sendArgs...)...)
+	if err == nil && slices.Contains(recvArgs, "-n") {
+		// A spinning receiver spends its whole process's CPU time, the
+		// wait for the sender (cReady) and the idle stop (-i) included:
+		// per datagram that is no measure of its receive path.
+		delete(s, "rx cpu")
+	}
+	return s, err
 }
 
 // cSendRecv runs the C sender name with args on the sender CPU, inside

@@ -57,15 +57,28 @@ func spread(r Row) string {
 }
 
 // RatioString formats a row's ratio as the table prints it: "1.06x", with
-// "~" in front when the runs of the two variants overlap (within noise),
-// or "-" when undefined.
+// "~" in front when the difference may be noise (Row.Noise), or "-" when
+// undefined. A row that missed its target gets three decimals, cut
+// towards the side that misses, so that a ratio just past a bound does not
+// print as the bound ("0.949x", not "0.95x", for 0.9499 against >=0.95x).
 func RatioString(r Row) string {
 	if r.Ratio == nil {
 		return "-"
 	}
 	s := fmt.Sprintf("%.2fx", *r.Ratio)
-	if *r.Ratio >= 100 {
+	switch {
+	case *r.Ratio >= 100:
 		s = fmt.Sprintf("%.0fx", *r.Ratio)
+	case r.Met != nil && !*r.Met:
+		// Cut towards the side that misses, so that it never prints
+		// as its bound: 0.9499 against >=0.95x is 0.949x.
+		v := *r.Ratio * 1000
+		if strings.HasPrefix(r.Target, "<") {
+			v = math.Ceil(v)
+		} else {
+			v = math.Floor(v)
+		}
+		s = fmt.Sprintf("%.3fx", v/1000)
 	}
 	if r.Noise {
 		s = "~" + s
@@ -75,8 +88,8 @@ func RatioString(r Row) string {
 
 // WriteTable writes rep as a text table: a header naming the machine and the
 // settings, then one line per row, grouped by experiment, each experiment
-// introduced by its title. Rows with a target end with "ok" or "MISSED"; a
-// ratio marked "~" lies within the spread of the runs.
+// introduced by its title. Rows with a target end with "ok", "MISSED" or
+// "unknown" (no ratio); a ratio marked "~" may be noise (Row.Noise).
 func WriteTable(w io.Writer, rep *Report) error {
 	m := rep.Machine
 	runs := fmt.Sprintf("medians of %d runs of %v each, variants interleaved", rep.Runs, rep.Duration)
@@ -84,7 +97,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		runs = fmt.Sprintf("one run of %v each", rep.Duration)
 	}
 	fmt.Fprintf(w, "skb bench: %s; ratio = median of the runs' ratios to the reference (vs) in the same round\n", runs)
-	fmt.Fprintln(w, "reading it: higher is better for rates (pps, Mbit/s), lower for times, CPU per packet, bytes held and reallocations; ~ marks a ratio whose runs' range overlaps the reference's (it may be noise); TARGET is a goal and whether the row met it")
+	fmt.Fprintln(w, "reading it: higher is better for rates (pps, Mbit/s), lower for times, CPU per packet, bytes held and reallocations; ~ marks a ratio whose rounds lie on both sides of 1 (it may be noise); TARGET is a goal and whether the row met it")
 	busy := "unknown"
 	if m.Busy >= 0 {
 		busy = fmt.Sprintf("%d%%", m.Busy)
@@ -113,11 +126,13 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 		target := ""
 		if r.Target != "" {
-			target = r.Target
-			if r.Met != nil && *r.Met {
-				target += " ok"
-			} else {
-				target += " MISSED"
+			switch {
+			case r.Met == nil:
+				target = r.Target + " unknown"
+			case *r.Met:
+				target = r.Target + " ok"
+			default:
+				target = r.Target + " MISSED"
 			}
 		}
 		lines = append(lines, line{cells: []string{r.Experiment, r.Variant, r.Metric,

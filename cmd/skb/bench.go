@@ -43,8 +43,8 @@ func benchCmd() *cobra.Command {
 the product) a set of variants measured in one run, interleaved (A B A B) so
 that drift hits all of them, and prints for each variant the median of its
 runs and its ratio to its reference variant: the median of its runs' ratios
-to the reference's run of the same round. A ratio marked ~ lies within the
-spread of the runs. Without flags it runs on loopback and in memory, needs no
+to the reference's run of the same round. A ratio marked ~ may be noise:
+its rounds lie on both sides of 1. Without flags it runs on loopback and in memory, needs no
 privileges, and takes a minute and a half on two CPUs.
 
 --lab (root) adds AF_PACKET and AF_XDP experiments in a two-namespace veth lab
