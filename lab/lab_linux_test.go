@@ -698,11 +698,31 @@ func TestCleanupStale(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	infos, _ := lab.List()
+	nsB := ""
 	for _, i := range infos {
-		if i.Name == name && !i.Stale() {
-			t.Errorf("killed child's lab not stale: %+v", i)
+		if i.Name == name {
+			nsB = i.NSB
+			if !i.Stale() {
+				t.Errorf("killed child's lab not stale: %+v", i)
+			}
 		}
 	}
+	// A process still inside the stale lab (a killed `lab exec`'s
+	// child): Cleanup leaves it until that process is gone.
+	inside := exec.Command("ip", "netns", "exec", nsB, "sleep", "10")
+	if err := inside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if pids, _ := lab.Procs(name); len(pids) > 0 {
+			break
+		}
+	}
+	if removed, err := lab.Cleanup(); err != nil || contains(removed, name) {
+		t.Errorf("Cleanup with a process inside removed %v, %v", removed, err)
+	}
+	inside.Process.Kill()
+	inside.Wait()
 	removed, err := lab.Cleanup()
 	if err != nil || !contains(removed, name) {
 		t.Fatalf("Cleanup = %v, %v; want %s removed", removed, err, name)

@@ -201,8 +201,10 @@ func List() ([]Info, error) {
 }
 
 // Cleanup removes the stale labs: those not made with Options.Persist whose
-// process is gone, killed before it could Close them. Labs in use and
-// persistent labs are left alone. It returns the names it removed, and the
+// process is gone, killed before it could Close them. Labs in use,
+// persistent labs, and stale labs that processes still run inside (Procs:
+// the children of a killed `skb lab exec --temp`, which may still be
+// working there) are left alone. It returns the names it removed, and the
 // errors it met joined.
 func Cleanup() ([]string, error) {
 	infos, err := List()
@@ -213,6 +215,9 @@ func Cleanup() ([]string, error) {
 	var errs []error
 	for _, i := range infos {
 		if !i.Stale() {
+			continue
+		}
+		if pids, err := Procs(i.Name); err != nil || len(pids) > 0 {
 			continue
 		}
 		if err := Remove(i.Name); err != nil {

@@ -451,7 +451,9 @@ ends, also when skb gets SIGINT, SIGTERM or SIGHUP: the signal is passed to CMD
 ` + labKillAfter.String() + ` to exit before it is killed, with its children. What CMD leaves running in a --temp lab
 is ended (SIGTERM, then SIGKILL a second later) before the lab is removed. If
 skb itself is killed (SIGKILL), CMD gets SIGKILL too, rather than running on
-without its lab.`,
+without its lab; CMD's own children are not killed (they run on, reparented to
+init), and a --temp lab stays, listed as stale, until skb lab down --name NAME
+(which refuses while processes run inside it: kill them first).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
