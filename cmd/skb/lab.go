@@ -334,6 +334,11 @@ func labListCmd() *cobra.Command {
 				case !i.Alive:
 					state = "stale"
 				}
+				for _, ns := range []string{i.NSA, i.NSB} {
+					if _, err := os.Stat("/run/netns/" + ns); errors.Is(err, fs.ErrNotExist) {
+						state += ", broken: " + ns + " is gone (skb lab down)"
+					}
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s %s\t%s\n", i.Name, state, i.PID, i.NSA, i.NSB, i.Created.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
@@ -422,6 +427,10 @@ func labOpenErr(name string, err error) error {
 	}
 	if errors.Is(err, lab.ErrNotFound) {
 		return fmt.Errorf("no lab named %q: make one with `skb lab up --name %s`", name, name)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		// A namespace of the lab was removed by hand.
+		return fmt.Errorf("%w: the lab is broken: remove it with `skb lab down --name %s`, then make it again", err, name)
 	}
 	return err
 }

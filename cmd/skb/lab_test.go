@@ -148,6 +148,18 @@ func TestLabUpExecDown(t *testing.T) {
 		t.Errorf("threaded on without GRO: exit %d, %s", code, errOut)
 	}
 
+	// A namespace removed by hand: list and exec say the lab is broken,
+	// and down removes the rest.
+	if err := exec.Command("ip", "netns", "del", name+"A").Run(); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustSkb(t, "lab", "list"); !strings.Contains(out, "broken: "+name+"A is gone") {
+		t.Errorf("list of a broken lab:\n%s", out)
+	}
+	if _, errOut, code := skb(t, "lab", "exec", "a", "--name", name, "--", "true"); code != 1 || !strings.Contains(errOut, "the lab is broken: remove it with `skb lab down --name "+name+"`") {
+		t.Errorf("exec in a broken lab: exit %d, %q", code, errOut)
+	}
+
 	out = mustSkb(t, "lab", "down", "--name", name)
 	if !strings.Contains(out, "removed lab "+name) {
 		t.Errorf("down: %q", out)

@@ -31,7 +31,7 @@ func lookupLink(name string) (*linkInfo, error) {
 	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("no interface %q in this network namespace (see `ip link`)", name)
+			return nil, fmt.Errorf("no interface %q in this network namespace (see `ip link`; a lab's interfaces are in its namespaces: run inside one with `skb lab exec a|b`)", name)
 		}
 		return nil, fmt.Errorf("interface %q: %w", name, err)
 	}

@@ -373,7 +373,7 @@ func (d *Device) bind() error {
 		}
 	}
 	if errors.Is(err, unix.EBUSY) {
-		return d.wrap("bind "+d.cfg.Bind.String(), fmt.Errorf("the queue is in use by another AF_XDP socket (retried for %v): %w", bindBusyWait, err))
+		return d.wrap("bind "+d.cfg.Bind.String(), fmt.Errorf("the queue is in use by another AF_XDP socket (retried for %v; stop the program holding it, or use another queue): %w", bindBusyWait, err))
 	}
 	if err != nil {
 		return d.wrap("bind "+d.cfg.Bind.String(), err)
