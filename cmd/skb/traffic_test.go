@@ -843,6 +843,11 @@ func TestLinkLayerCLI(t *testing.T) {
 			gr["frame_mbps"].(float64) <= gr["mbps"].(float64) || sr["frame_bytes"] != nil {
 			t.Errorf("bytes: pktgen %v\nsink %v", gr, sr)
 		}
+		// --dst-mac of the sending interface itself: refused.
+		c := l.A.Cmd(bin, "pktgen", "--dev", devA, "--dst", "198.18.0.2:9000", "--dst-mac", lab.MACA.String(), "-n", "1")
+		if e, err := c.CombinedOutput(); err == nil || !strings.Contains(string(e), "is "+l.A.Ifname+"'s own address") {
+			t.Errorf("--dst-mac of the sender's own interface: %v, %q", err, e)
+		}
 		out := run(&l.A, "pktgen", "--dev", devA, "--dst", "198.18.0.2:9000", "-n", "10", "-r", "20000")
 		if !regexp.MustCompile(`(?m)^sent 10 packets, 640 bytes in [\d.]+ seconds = \d+ pps, [\d.]+ Mbit/sec \([\d.]+ Mbit/sec of frames\); 0 errors`).MatchString(out) {
 			t.Errorf("link-layer pktgen text:\n%s", out)
