@@ -122,8 +122,14 @@ func (b *Buff) releaseSlow(r Recycler) *Shared {
 // frees the frag list of s, whose last user was b.
 func releaseShared(b *Buff, s *Shared, r Recycler) {
 	if d := s.destructor; d != nil {
+		// b reallocates its data and held the old block's last
+		// reference (dropData): the destructor sees it as Free's does,
+		// and b's state comes back after.
 		s.destructor = nil
+		st := b.state
+		b.state = stateDying
 		d(b)
+		b.state = st
 	}
 	for i := range int(s.hot.nrFrags) {
 		s.frags[i].page.Put()

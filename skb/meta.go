@@ -271,8 +271,10 @@ func (b *Buff) SetGSO(size, segs int, t GSOType) {
 
 // SetDestructor sets fn to run exactly once, when the last buffer sharing b's
 // data is freed; fn receives that buffer, whose data is still valid during the
-// call: fn may read it (data, metadata, frags) but must not keep it, free it
-// or clone it (Free and Clone of it panic there). It replaces any earlier destructor; nil removes it. A transmit path
+// call: fn may read it (data, metadata, frags) but must not keep it, free
+// it, clone it or reallocate its data (Free, Clone, and every call that
+// would reallocate, such as ExpandHead or a PskbMayPull past the linear
+// data, panic there). It replaces any earlier destructor; nil removes it. A transmit path
 // uses it to learn of completion (seed 000: the driver frees the caller's
 // buffer when the device is done with it). It panics on a cloned buffer,
 // whose shared info the clones share, as SetGSO does.

@@ -87,6 +87,16 @@ func (b *Buff) CloneInto(n *Buff) {
 	n.state = stateCloned
 }
 
+// checkNotDying panics when b is inside its data's destructor, where its
+// data must not be reallocated: the block is on its way back, and a new
+// one (or the old one moved under it) would be recycled with it. Every
+// reallocation (ExpandHead, and dropData for the copying ones) checks.
+func (b *Buff) checkNotDying() {
+	if b.state == stateDying {
+		panic("skb: reallocation of " + b.describe() + " inside its data's destructor")
+	}
+}
+
 // checkClonable panics unless b may be cloned: live, and not inside its
 // data's destructor (whose block is going back).
 func (b *Buff) checkClonable() {
@@ -267,6 +277,7 @@ func (b *Buff) relinearize(a Allocator, headroom, tailroom int) error {
 // dropData drops b's reference on its data block, releasing it to a if it was
 // the last; b's header stays live and must be given new data.
 func (b *Buff) dropData(a Allocator) {
+	b.checkNotDying()
 	s := b.shinfo
 	if b.state == stateCloned && atomic.AddInt32(&s.dataref, -1) != 0 {
 		return
@@ -368,6 +379,7 @@ func (b *Buff) cowHeadroom(headroom int) int {
 // It panics on negative sizes.
 func (b *Buff) ExpandHead(a Allocator, nhead, ntail int) error {
 	b.checkLive()
+	b.checkNotDying()
 	if nhead < 0 || ntail < 0 {
 		panic(fmt.Sprintf("skb: expand head by %d and tail by %d: %s", nhead, ntail, b.geometry()))
 	}

@@ -1,7 +1,9 @@
 package skb_test
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/skbdev/skb/pool"
@@ -113,4 +115,70 @@ func TestFragsCapped(t *testing.T) {
 	if f := b.Frags(); len(f) != 1 || cap(f) != 1 {
 		t.Fatalf("Frags len %d cap %d, want 1 and 1", len(f), cap(f))
 	}
+}
+
+// TestDestructorNoRealloc checks that the destructor cannot reallocate the
+// buffer it is given (a pull past its linear data would recycle the old
+// block twice), and that a destructor run by a reallocation that dropped
+// the data's last reference (Unshare of a buffer whose clone another
+// goroutine freed meanwhile) also sees its buffer as Free's does: Clone
+// panics there, and the buffer is usable after.
+func TestDestructorNoRealloc(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(100)
+	b.Put(10)
+	pg, off, err := c.AllocFrag(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.AddRxFrag(pg, off, 1000) // more than the 512-byte block's tailroom
+	b.SetDestructor(func(x *skb.Buff) {
+		mustPanic(t, func() { _ = x.PskbMayPull(c, 800) }, "reallocation", "inside its data's destructor")
+	})
+	c.Free(b)
+
+	// A clone freed on another goroutine while Unshare copies b: when
+	// the clone's free comes after Unshare found b shared, Unshare's
+	// drop of the old block is the last and runs the destructor.
+	if runtime.GOMAXPROCS(0) < 2 {
+		return
+	}
+	c2 := c.Pool().NewCache() // the other goroutine's
+	defer c2.Close()
+	hits := 0
+	for i := 0; i < 5000 && hits < 10; i++ {
+		b, _ := c.Alloc(8000)
+		b.Put(8000)
+		var inside *skb.Buff
+		b.SetDestructor(func(x *skb.Buff) {
+			if x != b {
+				return // the clone's free ran it
+			}
+			hits++
+			inside = x
+			if x.Cloned() || x.Len() != 8000 {
+				t.Errorf("destructor in Unshare saw cloned %v, %d bytes", x.Cloned(), x.Len())
+			}
+			mustPanic(t, func() { x.Clone(c) }, "inside its data's destructor")
+		})
+		x := c.Clone(b)
+		var start atomic.Bool
+		done := make(chan struct{})
+		go func() {
+			for !start.Load() {
+			}
+			c2.Free(x)
+			close(done)
+		}()
+		start.Store(true)
+		if err := b.Unshare(c); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if inside != nil {
+			b.Push(1) // private and live again after the destructor
+		}
+		c.Free(b)
+	}
+	t.Logf("the destructor ran inside Unshare %d times", hits)
 }
