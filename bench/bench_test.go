@@ -611,7 +611,8 @@ func TestCPUSnap(t *testing.T) {
 
 // TestOthersSeesABusyProgram runs a program that spins on one CPU beside
 // the reading: it must show as others, and a child of this process must
-// not.
+// not be among them (whatever else the machine runs meanwhile, such as
+// the other test binaries of go test ./...).
 func TestOthersSeesABusyProgram(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
@@ -630,8 +631,8 @@ func TestOthersSeesABusyProgram(t *testing.T) {
 	b := snapCPU()
 	c.Process.Kill()
 	c.Wait()
-	if v := othersBusy(a, b); v > 20 {
-		t.Errorf("this process's own child counted as others: %d%%", v)
+	if _, ok := b.procs[c.Process.Pid]; ok {
+		t.Error("this process's own child counted among the others")
 	}
 	// A grandchild started by a shell that exits at once: its parent
 	// is init, as another program's would be.

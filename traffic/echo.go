@@ -132,8 +132,9 @@ type echoer struct {
 // to the device's MAC, untagged, from one station to one (not from or to
 // a broadcast or multicast address, nor from an unspecified or loopback
 // address or port 0: the answer's addresses are the request's, swapped),
-// its IPv6 options are ones the host would take (no unknown option that
-// asks for the packet's discard, padding all zero), and its checksums hold
+// its IPv6 extension headers are ones the host would deliver (the rules
+// of the kernel's ip6_parse_tlv and ipv6_rthdr_rcv with their defaults:
+// see ipv6OptionsOK), and its checksums hold
 // (see badSum); the others count in Other.
 // The answers of one Poll share one doorbell (with a Budget of 1, each
 // answer rings its own at once). It runs on dev's goroutine until its

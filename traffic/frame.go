@@ -192,16 +192,19 @@ func answerable(p []byte, f *header.Frame) bool {
 //     (net.ipv6.max_hbh_opts_number, max_dst_opts_number); padding that is
 //     padding (the iterator's rules: at most 7 bytes in a row, PadN zero,
 //     RFC 4942 section 2.1.9.5); no unknown option whose type asks for the
-//     packet to be discarded; in Hop-by-Hop a Router Alert of exactly 2
-//     data bytes (ipv6_hop_ra) and no Jumbo Payload (ipv6_hop_jumbo drops
-//     one on a packet under 64 KiB, as every frame here is); no Home
-//     Address option (Mobile IPv6, RFC 6275, which this host does not run:
-//     unknown in Hop-by-Hop, whose type says discard).
-//   - Routing (ipv6_rthdr_rcv): Segments Left 0 and a type other than
-//     Mobile IPv6's 2, RPL's 3 and segment routing's 4, which are dropped
-//     with seg6_enabled and rpl_seg_enabled off and no Mobile IPv6
-//     binding; with Segments Left above 0 the host would route the packet
-//     on, or refuse it (type 0, RFC 5095), not deliver it.
+//     packet to be discarded; in Hop-by-Hop, a Router Alert of exactly 2
+//     data bytes (ipv6_hop_ra), an IOAM option 4n-aligned
+//     (ipv6_hop_ioam), no Jumbo Payload (ipv6_hop_jumbo drops one on a
+//     packet under 64 KiB, as every frame here is) and no CALIPSO
+//     (ipv6_hop_calipso, with no NetLabel domain for it); no Home Address
+//     option (Mobile IPv6, RFC 6275, which this host does not run; unknown
+//     in Hop-by-Hop, whose type says discard).
+//   - Routing (ipv6_rthdr_rcv): a unicast destination, Segments Left 0,
+//     and a type other than Mobile IPv6's 2, RPL's 3 and segment routing's
+//     4, which are dropped with seg6_enabled and rpl_seg_enabled off and
+//     no Mobile IPv6 binding; with Segments Left above 0 the host would
+//     route the packet on, or refuse it (type 0, RFC 5095), not deliver
+//     it.
 //   - no Authentication header: without an IPsec security association
 //     the host drops the packet (xfrm6_rcv).
 //
@@ -216,7 +219,7 @@ func ipv6OptionsOK(p []byte, f *header.Frame) bool {
 		switch next {
 		case header.IPProtoHopByHop, header.IPProtoDstOpts:
 			h, err := header.ParseIPv6Options(p[off:f.TransportOffset])
-			if err != nil || !optionsOK(h, next == header.IPProtoHopByHop) {
+			if err != nil || !optionsOK(p[n:], h, next == header.IPProtoHopByHop) {
 				return false
 			}
 			next, off = h.NextHeader(), off+h.HeaderLen()
@@ -224,7 +227,7 @@ func ipv6OptionsOK(p []byte, f *header.Frame) bool {
 			next, off = p[off], off+header.IPv6FragmentHeaderLen
 		case header.IPProtoRouting:
 			r, err := header.ParseIPv6Routing(p[off:f.TransportOffset])
-			if err != nil || r.SegmentsLeft() != 0 {
+			if err != nil || r.SegmentsLeft() != 0 || frameDst(p, f).IsMulticast() {
 				return false
 			}
 			switch r.RoutingType() {
@@ -241,14 +244,21 @@ func ipv6OptionsOK(p []byte, f *header.Frame) bool {
 	return true
 }
 
+// Hop-by-Hop options the kernel knows beyond those of package header.
+const (
+	optCALIPSO = 0x07 // RFC 5570: checked against the NetLabel domains (ipv6_hop_calipso)
+	optIOAM    = 0x31 // RFC 9486: 4n-aligned or dropped (ipv6_hop_ioam)
+)
+
 // maxOptions is the kernel's default limit on the options of a Hop-by-Hop
 // or Destination Options header, padding not counted
 // (IP6_DEFAULT_MAX_HBH_OPTS_CNT, IP6_DEFAULT_MAX_DST_OPTS_CNT).
 const maxOptions = 8
 
 // optionsOK applies ipv6OptionsOK's rules to the options of h, a
-// Hop-by-Hop header when hbh is true, else a Destination Options header.
-func optionsOK(h header.IPv6Options, hbh bool) bool {
+// Hop-by-Hop header when hbh is true, else a Destination Options header;
+// ip is the packet from its IPv6 header on, of which h is a part.
+func optionsOK(ip []byte, h header.IPv6Options, hbh bool) bool {
 	count := 0
 	it := header.NewIPv6OptionIterator(h.Options())
 	for typ, data, ok := it.Next(); ok; typ, data, ok = it.Next() {
@@ -262,8 +272,18 @@ func optionsOK(h header.IPv6Options, hbh bool) bool {
 			if len(data) != 2 {
 				return false
 			}
-		case hbh && typ == header.IPv6OptionJumbo:
+		case hbh && (typ == header.IPv6OptionJumbo || typ == optCALIPSO):
+			// CALIPSO: refused by the kernel when malformed, and
+			// when NetLabel knows no domain for it (none is set up
+			// here).
 			return false
+		case hbh && typ == optIOAM:
+			// The option's offset from the IPv6 header, as the
+			// kernel's optoff: data, a part of ip, follows the type
+			// and length bytes.
+			if optoff := cap(ip) - cap(data) - 2; optoff&3 != 0 {
+				return false
+			}
 		case header.IPv6OptionUnknownAction(typ) != header.IPv6OptionSkip:
 			return false
 		}

@@ -195,6 +195,10 @@ func TestLinkIPv6Options(t *testing.T) {
 		{"routing type 2, segments left 0", header.IPProtoRouting, route(2, 0), false},
 		{"segment routing, segments left 0", header.IPProtoRouting, route(4, 0), false},
 		{"authentication header", header.IPProtoAH, []byte{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, false},
+		{"CALIPSO, hop-by-hop", hbh, opts(7, 8, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 0, 0), false},
+		// IOAM at offset 42 of the IPv6 header, then at 44.
+		{"IOAM misaligned, hop-by-hop", hbh, opts(0x31, 2, 0, 0, 1, 0), false},
+		{"IOAM aligned, hop-by-hop", hbh, opts(1, 0, 0x31, 2, 0, 0), true},
 	} {
 		p := hostileFrame(t, func(u *header.UDPFrame) {
 			u.SourceIP, u.DestinationIP = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2")
@@ -214,6 +218,19 @@ func TestLinkIPv6Options(t *testing.T) {
 		if got := ipv6OptionsOK(p, &f); got != tc.ok {
 			t.Errorf("%s: taken %v, want %v", tc.name, got, tc.ok)
 		}
+	}
+	// A Routing header the host would take to a unicast address: not to
+	// a multicast one.
+	p := hostileFrame(t, func(u *header.UDPFrame) {
+		u.SourceIP, u.DestinationIP = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("ff02::1")
+	}, nil)
+	var f header.Frame
+	if err := header.ParseFrameInto(p, &f); err != nil {
+		t.Fatal(err)
+	}
+	p = withExt(p, &f, header.IPProtoRouting, route(0, 0))
+	if err := header.ParseFrameInto(p, &f); err != nil || ipv6OptionsOK(p, &f) {
+		t.Errorf("a Routing header to a multicast address: %v, taken %v", err, ipv6OptionsOK(p, &f))
 	}
 }
 

@@ -97,7 +97,9 @@ type SinkConfig struct {
 	// CHECKSUM_NONE (neither verified nor still to be computed). So do
 	// frames the host's stack would not take in: to another station's MAC
 	// (on a device that reports its own), VLAN-tagged, or with IPv6
-	// options it must discard the packet for.
+	// extension headers the kernel would drop the packet for with its
+	// default settings (options to discard, more than 8 of them, a
+	// Routing header it would route on, an Authentication header).
 	Link  bool
 	Port  uint16
 	Ports int

@@ -419,7 +419,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		if late {
 			how = fmt.Sprintf(" for the last sent, which no later send reported: the socket's pending %v", syscall.ECONNREFUSED)
 		}
-		refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable%s): does a sink listen there, for the whole run? The result above is what was sent", dst, how)
+		refusal = fmt.Sprintf("%v refused the datagrams (ICMP port unreachable%s): does a sink listen there, for the whole run? The result line is what was sent", dst, how)
 		if sc.signal() != 0 {
 			// The signal is the run's end, said last: the refusal
 			// is a warning before it.

@@ -54,7 +54,10 @@ type Config struct {
 	// must not be written: a forwarder pushing a header on it calls
 	// CowHead first, which copies it. One that pushes headers on every
 	// segment does as well to raise Copybreak above its segment size
-	// (one copy either way, without the clone).
+	// (one copy either way, without the clone), as far as Open lets it:
+	// copybreak copies into the pool's classes below the receive block,
+	// so it is capped at the largest of them less the headroom, plus one
+	// (1921 bytes with the default pool and headroom).
 	GRO bool
 
 	// SndBuf and RcvBuf size the socket's send and receive buffers, in bytes
