@@ -808,7 +808,7 @@ func linkTarget(flag string, spec devSpec, f *devFlags, dst netip.AddrPort) (*he
 			// A frame to its own sender's address leaves on the wire
 			// (veth gives it to the peer, which drops it as another
 			// station's): nothing would receive it.
-			return nil, fmt.Errorf("--dst-mac %s is %s's own address: give the destination's (ip neigh, or the peer's `ip link`)", mac, l.name)
+			return nil, fmt.Errorf("--dst-mac %s is %s's own address: give the destination's (ip neigh, or the peer's `ip link`)", mac, spec.ifname)
 		}
 	} else if mac, err = l.neighbour(dst.Addr()); err != nil {
 		return nil, err
