@@ -67,14 +67,7 @@ func (b *Buff) CloneInto(n *Buff) {
 		panic("skb: clone into a buffer in use")
 	}
 	atomic.AddInt32(&b.shinfo.dataref, 1)
-	// Written only when they change: a frag list member (markShared) is
-	// cloned by the clones of its holder from their own goroutines.
-	if b.state != stateCloned {
-		b.state = stateCloned
-	}
-	if b.shClean {
-		b.shClean = false
-	}
+	b.markCloned()
 	if b.shinfo.fragList != nil {
 		markShared(b.shinfo.fragList)
 	}
@@ -85,6 +78,18 @@ func (b *Buff) CloneInto(n *Buff) {
 	n.data, n.tail, n.end = b.data, b.tail, b.end
 	n.setShared(b.shinfo)
 	n.state = stateCloned
+}
+
+// markCloned marks b cloned, writing its header only where that changes
+// it: a frag list member (markShared) is cloned by the clones of its
+// holder from their own goroutines, which then only read it.
+func (b *Buff) markCloned() {
+	if b.state != stateCloned {
+		b.state = stateCloned
+	}
+	if b.shClean {
+		b.shClean = false
+	}
 }
 
 // checkNotDying panics when b is inside its data's destructor, where its
@@ -118,12 +123,7 @@ func (b *Buff) checkClonable() {
 // once more, while other clones are in use, writes nothing they read.
 func markShared(first *Buff) {
 	for c := first; c != nil; c = c.next {
-		if c.state != stateCloned {
-			c.state = stateCloned
-		}
-		if c.shClean {
-			c.shClean = false
-		}
+		c.markCloned()
 		if c.shinfo.fragList != nil {
 			markShared(c.shinfo.fragList)
 		}

@@ -15,18 +15,8 @@ import (
 // the shared members (cloneList), which must only read their headers. The
 // race detector (go test -race, as CI runs) reports it otherwise.
 func TestFragListClonesRace(t *testing.T) {
-	cfg := pool.Config{Name: t.Name()}
-	p, err := pool.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := p.NewCache()
-	t.Cleanup(func() {
-		c.Close()
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	c := newCache(t, pool.Config{})
+	p := c.Pool()
 	for round := range 20 {
 		b, _ := c.Alloc(100)
 		b.Put(10)
