@@ -204,7 +204,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 			return done, d.rxError(err)
 		}
 		if d.closing() {
-			d.rx.discard()
+			d.rx.discard(d)
 			return done, errPollClosed
 		}
 	}
@@ -658,7 +658,7 @@ func (d *Device) spin(timeout time.Duration) error {
 	for i := 0; ; i++ {
 		ok, e := d.recvOne(unix.MSG_DONTWAIT)
 		if d.closing() {
-			d.rx.discard()
+			d.rx.discard(d)
 			return errWaitClosed
 		}
 		switch {
@@ -732,7 +732,7 @@ func (d *Device) sleep(timeout time.Duration) error {
 			return d.woke(k, err)
 		}
 		if d.closing() {
-			r.discard()
+			r.discard(d)
 			return errWaitClosed
 		}
 		if timeout > 0 {
@@ -905,7 +905,7 @@ func (d *Device) setRcvTimeo(timeout time.Duration) error {
 func (d *Device) woke(k int, err error) error {
 	r := &d.rx
 	if d.closing() {
-		r.discard()
+		r.discard(d)
 		return errWaitClosed
 	}
 	switch {
@@ -943,16 +943,19 @@ func (r *rxq) pending(d *Device) int {
 	return k
 }
 
-// discard drops the pending messages of a closing device (their buffers
-// stay posted and are freed by release).
-func (r *rxq) discard() { r.n, r.next, r.off = 0, 0, 0 }
-
-// release frees the posted buffers and counts pending datagrams as dropped.
-func (r *rxq) release(d *Device) {
+// discard drops the pending messages of a closing device, counting their
+// datagrams in rx_dropped_closed (their buffers stay posted and are freed
+// by release).
+func (r *rxq) discard(d *Device) {
 	if k := r.pending(d); k > 0 {
 		d.ctr.RxDrop(netdev.DropClosed, k)
 	}
-	r.discard()
+	r.n, r.next, r.off = 0, 0, 0
+}
+
+// release frees the posted buffers and counts pending datagrams as dropped.
+func (r *rxq) release(d *Device) {
+	r.discard(d)
 	for i, b := range r.bufs {
 		if b != nil {
 			d.cache.Free(b)
