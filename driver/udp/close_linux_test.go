@@ -59,3 +59,46 @@ func TestCloseDuringReceiveCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestGRORecvSize checks that RecvSize bounds each datagram of a GRO
+// device, not its trains: ten 1000-byte datagrams sent as one GSO message
+// arrive (one train, 10000 bytes, over a RecvSize of 1920), and ten of
+// 3000 bytes are dropped, each counted in rx_truncated.
+func TestGRORecvSize(t *testing.T) {
+	tx, rx := pair(t, lo4, Config{GSO: true}, Config{GRO: true, RecvSize: 1920})
+	if !tx.GSO() || !rx.GRO() {
+		t.Skip("no UDP GSO or GRO on this kernel")
+	}
+	send := func(size int) {
+		for i := range 10 {
+			if err := tx.Xmit(fill(t, tx, uint32(i), size), i < 9); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := 0
+	recv := func() {
+		for rx.Wait(200*time.Millisecond) == nil {
+			n, err := rx.Poll(64, func(b *skb.Buff) {
+				if b.Len() != 1000 {
+					t.Errorf("a datagram of %d bytes, want 1000", b.Len())
+				}
+				b.Free()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+	}
+	send(1000)
+	recv()
+	if st := rx.Stats(); got != 10 || st.RxTruncated != 0 {
+		t.Errorf("1000-byte datagrams: %d handed over, %d truncated; want 10 and 0", got, st.RxTruncated)
+	}
+	send(3000)
+	recv()
+	if st := rx.Stats(); got != 10 || st.RxTruncated != 10 {
+		t.Errorf("3000-byte datagrams: %d handed over in all, %d truncated; want 10 and 10", got, st.RxTruncated)
+	}
+}

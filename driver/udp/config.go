@@ -133,7 +133,10 @@ type Config struct {
 	// longer ones are dropped and counted in rx_truncated (MSG_TRUNC). 0
 	// means what the receive buffer's size class holds behind the headroom:
 	// 1920 bytes with the default 2 KiB class and headroom, 69504 with GRO
-	// (the 68 KiB class), enough for a 64 KiB train.
+	// (the 68 KiB class), enough for a 64 KiB train. With GRO the receive
+	// buffers hold whole trains whatever RecvSize, which bounds each
+	// datagram: a train whose segments are longer is dropped, its
+	// datagrams counted in rx_truncated.
 	RecvSize int
 
 	// NoSrc makes receives ask the kernel for no source address (a NULL

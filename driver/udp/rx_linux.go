@@ -35,6 +35,7 @@ type rxq struct {
 	prepared int         // messages [0, prepared) have their pointers set (PrepareRecv)
 	dirty    int         // messages [0, dirty) were filled by the kernel since last reset
 	recvSize int         // bytes each posted buffer offers the kernel
+	maxDgram int         // the longest datagram handed over (Config.RecvSize); a GRO train's segments each
 
 	n, next int        // messages [next, n) are received and pending
 	off     int        // bytes of message next already handed over (a GRO train)
@@ -67,13 +68,13 @@ type rxq struct {
 	timeo time.Duration // SO_RCVTIMEO now set (Wait); -1 none set
 }
 
-func (r *rxq) init(batch, recvSize int, ctrl, names bool) {
+func (r *rxq) init(batch, recvSize, maxDgram int, ctrl, names bool) {
 	if ctrl {
 		r.ctrlLen = rxCtrlLen
 	}
 	r.batch = mmsg.NewBatch(batch, names, r.ctrlLen)
 	r.bufs = make([]*skb.Buff, batch)
-	r.recvSize = recvSize
+	r.recvSize, r.maxDgram = recvSize, maxDgram
 	r.cur = -1
 	r.timeo = -1
 }
@@ -451,6 +452,21 @@ func (d *Device) deliver(budget int, h netdev.Handler) int {
 			r.seg, r.dst = 0, netip.Addr{}
 			if hd.Hdr.Controllen > 0 {
 				d.parseCtrl(i, int(hd.Hdr.Controllen))
+			}
+			if l := n; l > r.maxDgram {
+				// Longer than RecvSize though the buffer held it (a
+				// GRO device's buffers hold whole trains): its
+				// datagrams are dropped, as the kernel cuts them
+				// without GRO.
+				k := 1
+				if r.seg > 0 && n > r.seg {
+					l, k = r.seg, (n+r.seg-1)/r.seg
+				}
+				if l > r.maxDgram {
+					d.ctr.RxDrop(netdev.DropTruncated, k)
+					r.next++
+					continue
+				}
 			}
 		}
 		r.cur = i

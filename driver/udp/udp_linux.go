@@ -355,7 +355,9 @@ func (d *Device) initBuffers(cfg Config) error {
 	if d.gro {
 		target = classes[len(classes)-1].Size
 	}
-	if cfg.RecvSize > 0 {
+	if cfg.RecvSize > 0 && (!d.gro || d.headroom+cfg.RecvSize > target) {
+		// (With GRO the buffers hold whole trains whatever RecvSize:
+		// it bounds each datagram, in deliver.)
 		target = d.headroom + cfg.RecvSize
 	}
 	block := 0
@@ -381,8 +383,12 @@ func (d *Device) initBuffers(cfg Config) error {
 		return netdev.ConfigErrorf(ErrConfig, "headroom %d leaves no room in %d-byte buffers", d.headroom, block)
 	}
 	recvSize := block - d.headroom
+	maxDgram := recvSize
 	if cfg.RecvSize > 0 {
-		recvSize = cfg.RecvSize
+		maxDgram = cfg.RecvSize
+		if !d.gro {
+			recvSize = cfg.RecvSize
+		}
 	}
 	// A copy saves memory only when it lands in a smaller class than the
 	// receive buffer: a datagram whose copy would take a block as large
@@ -397,7 +403,7 @@ func (d *Device) initBuffers(cfg Config) error {
 	d.copybreak = min(d.copybreak, max(0, smaller-d.headroom+1))
 	d.cache = p.NewCache()
 	d.tx.init(d.batch)
-	d.rx.init(d.batch, recvSize, d.gro || d.pktInfo, !d.noSrc && !d.connected)
+	d.rx.init(d.batch, recvSize, maxDgram, d.gro || d.pktInfo, !d.noSrc && !d.connected)
 	d.warmCopy()
 	return nil
 }
