@@ -37,9 +37,12 @@ type Config struct {
 	// GSO turns on UDP segmentation offload (UDP_SEGMENT, Linux 4.18): a
 	// doorbell sends a run of equal-size datagrams to one destination as one
 	// message, and Xmit accepts GSO super-packets (skb.GSOUDPL4). The kernel
-	// support is probed at Open; a GSO send that fails with EIO, EINVAL or
-	// EMSGSIZE turns it off for the socket (counted in gso_fallback_<reason>)
-	// and the batch is sent again plainly.
+	// support is probed at Open. A GSO send that fails with EIO turns it
+	// off for the socket (counted in gso_fallback_eio) and the batch is sent
+	// again plainly; one that fails with EINVAL or EMSGSIZE is sent again
+	// plainly, and GSO is turned off (counted in gso_fallback_<reason>) only
+	// when the first of its datagrams then goes: one the kernel refuses
+	// plainly too (its route, its source, its size) leaves GSO on.
 	GSO bool
 
 	// GRO turns on UDP receive coalescing (UDP_GRO, Linux 5.0): the kernel

@@ -33,9 +33,13 @@
 // buffer instead, one iovec per run, since the kernel's cost per iovec
 // exceeds such a copy. A buffer that is already a GSO super-packet (GSOSize set,
 // GSOType skb.GSOUDPL4) is sent as such, or cut into datagrams by the driver
-// when GSO is off. A GSO send failing with EIO, EINVAL or EMSGSIZE turns GSO
-// off for the socket, counted in gso_fallback_<reason>, and the same
-// datagrams are sent again plainly.
+// when GSO is off. A GSO send failing with EIO turns GSO off for the
+// socket, counted in gso_fallback_eio, and the same datagrams are sent
+// again plainly; one failing with EINVAL or EMSGSIZE is sent again plainly
+// and turns GSO off (gso_fallback_einval, gso_fallback_emsgsize) only when
+// its first datagram then goes, so that a datagram the kernel would refuse
+// anyway (an unreachable route, a foreign source, a size over the MTU)
+// does not cost the socket its GSO.
 //
 //	Xmit(b1,true) ... Xmit(b64,false)   GSO off: sendmmsg of 64 messages
 //	                                    GSO on:  sendmmsg of 1 message, UDP_SEGMENT,

@@ -289,3 +289,42 @@ func TestLoopbackSourceEINVAL(t *testing.T) {
 		t.Errorf("counters %+v: want the 3 datagrams dropped, none sent", st)
 	}
 }
+
+// TestGSOKeptOnRouteEINVAL sends a GSO run that the kernel refuses for its
+// route, not its segmentation (from a socket bound to 127.0.0.1 to
+// 198.18.9.2, a neighbour on the test's own veth): the datagrams are
+// dropped as errors, and GSO stays on for the next run, counted as no
+// fallback, which then goes out as one message.
+func TestGSOKeptOnRouteEINVAL(t *testing.T) {
+	var tx, rx *Device
+	inNetns(t, vethNeighbour("skbgso"), func() error {
+		var err error
+		if rx, err = Open(Config{Local: lo4}); err != nil {
+			return err
+		}
+		tx, err = Open(Config{Local: lo4, GSO: true})
+		return err
+	})
+	t.Cleanup(func() { tx.Close(); rx.Close() })
+	far := netip.MustParseAddrPort("198.18.9.2:9")
+	for i := range 8 {
+		tx.XmitTo(fill(t, tx, uint32(i), 1000), far, i < 7)
+	}
+	st := tx.Stats()
+	if !tx.GSO() || st.GSOFallbackTotal() != 0 || st.TxDropped[netdev.DropError] != 8 || st.TxPackets != 0 {
+		t.Fatalf("after a run refused for its route: GSO %v, gso_fallback %v, tx_dropped_error %d, tx_packets %d; want GSO on, no fallback, 8 dropped",
+			tx.GSO(), st.GSOFallback, st.TxDropped[netdev.DropError], st.TxPackets)
+	}
+	doorbells := st.TxDoorbells
+	for i := range 8 {
+		if err := tx.XmitTo(fill(t, tx, uint32(i), 1000), rx.LocalAddr(), i < 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g := collect(t, rx, 8, time.Second); len(g) != 8 {
+		t.Fatalf("got %d of 8", len(g))
+	}
+	if st := tx.Stats(); st.TxDoorbells != doorbells+1 || st.GSOFallbackTotal() != 0 {
+		t.Errorf("the good run took %d doorbells (want 1, one GSO message), gso_fallback %v", st.TxDoorbells-doorbells, st.GSOFallback)
+	}
+}

@@ -678,18 +678,21 @@ func (d *Device) doorbell() error {
 				first = errSendClosed // over an earlier datagram's error: the device is gone
 				pos = txPos{t.n, 0}
 				break send
-			case msg.gso && msg.from && err == unix.EINVAL:
-				// The source or the segmentation (SO_NO_CHECK set
-				// through Fd, say): send the same datagrams plainly,
-				// and let the first of them tell (settleGSO).
-				d.gso, d.gsoSuspect = false, true
+			case msg.gso && (err == unix.EINVAL || err == unix.EMSGSIZE):
+				// The segmentation (SO_NO_CHECK set through Fd, a
+				// segment over the MTU), or what a plain send would
+				// meet as well (a source not of this host, a route
+				// refused, a datagram too big): send the same datagrams
+				// plainly, and let the first of them tell (settleGSO).
+				d.gso, d.gsoSuspect, d.gsoReason = false, true, gsoReason(err)
 				pos = txPos{int(msg.pkt), int(msg.off)}
 				break send
-			case msg.gso && isGSOError(err):
-				// The socket cannot segment this: turn GSO off for good
-				// and send the same datagrams again, plainly.
+			case msg.gso && err == unix.EIO:
+				// The socket cannot segment (no checksum offload on
+				// the route, xfrm): turn GSO off for good and send the
+				// same datagrams again, plainly.
 				d.gso = false
-				d.ctr.GSOFallback(gsoReason(err))
+				d.ctr.GSOFallback(netdev.FallbackEIO)
 				pos = txPos{int(msg.pkt), int(msg.off)}
 				break send
 			case err == unix.EMSGSIZE:
@@ -731,14 +734,15 @@ func (d *Device) doorbell() error {
 }
 
 // settleGSO decides, from err, the result of sending plainly the first
-// datagram of a GSO message with a source that was refused with EINVAL:
+// datagram of a GSO message that was refused with EINVAL or EMSGSIZE:
 // sent, the segmentation was at fault, and GSO stays off, counted as a
-// fallback; refused again (or failed otherwise), the source was (or
-// nothing is known), and GSO is on again for the next doorbell.
+// fallback of that reason; refused again (or failed otherwise), the
+// datagram was (its source, its route, its size), or nothing is known,
+// and GSO is on again for the next doorbell.
 func (d *Device) settleGSO(err error) {
 	d.gsoSuspect = false
 	if err == nil {
-		d.ctr.GSOFallback(netdev.FallbackEINVAL)
+		d.ctr.GSOFallback(d.gsoReason)
 		return
 	}
 	d.gso = true
@@ -762,14 +766,10 @@ func (d *Device) sendErr(err error) error {
 	return fmt.Errorf("udp: sendmmsg: %w", err)
 }
 
-// isGSOError reports whether err from a UDP_SEGMENT send means the socket
-// or its route cannot segment (udp_send_skb: EIO through xfrm, and on
-// older kernels without checksum offload on the device; EINVAL for too many
-// segments or SO_NO_CHECK; EMSGSIZE for a segment over the MTU).
-func isGSOError(err error) bool {
-	return err == unix.EIO || err == unix.EINVAL || err == unix.EMSGSIZE
-}
-
+// gsoReason is the fallback reason of err from a UDP_SEGMENT send that the
+// socket or its route could not segment (udp_send_skb: EIO through xfrm,
+// and on older kernels without checksum offload on the device; EINVAL for
+// too many segments or SO_NO_CHECK; EMSGSIZE for a segment over the MTU).
 func gsoReason(err error) netdev.FallbackReason {
 	switch err {
 	case unix.EIO:

@@ -54,10 +54,12 @@ type Device struct {
 	maxGSO    int  // largest payload of one UDP_SEGMENT message
 	sendFlags int
 
-	// gsoSuspect says GSO is off for a plain resend of a GSO message with
-	// a source that the kernel refused with EINVAL, until the first
-	// datagram of it tells which was at fault (settleGSO).
+	// gsoSuspect says GSO is off for a plain resend of a GSO message the
+	// kernel refused with EINVAL or EMSGSIZE, until the first datagram of
+	// it tells whether the segmentation was at fault (settleGSO), which
+	// gsoReason then counts.
 	gsoSuspect bool
+	gsoReason  netdev.FallbackReason
 
 	// dst is the destination Xmit uses on an unconnected socket, as a
 	// struct sockaddr (mmsg.PutSockaddr); dstLen is 0 until SetDst.
