@@ -62,7 +62,9 @@
 // buffer and the posted one is reused at once (seed 001). A GRO train is
 // split by its segment size into one buffer per datagram. A datagram longer
 // than the receive buffer is dropped and counted in rx_truncated (MSG_TRUNC;
-// nothing is read past the buffer), and datagrams the kernel dropped because
+// nothing is read past the buffer; a GRO train the kernel cut counts once,
+// as the kernel reports one message, and a train whose segments are over
+// Config.RecvSize counts each), and datagrams the kernel dropped because
 // the socket's receive buffer was full are counted in rx_dropped_kernel,
 // read from the socket (SO_MEMINFO) when Stats is called rather than carried
 // on every datagram (SO_RXQ_OVFL, whose control message cost a receiver
