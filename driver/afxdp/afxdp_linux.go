@@ -85,6 +85,7 @@ type Device struct {
 	rxBufs    []*skb.Buff // by frame index: buffers posted to the fill ring
 	txBufs    []*skb.Buff // by frame index: buffers in the tx ring until completion
 	posted    int         // len of rxBufs in use
+	rxTaken   uint32      // descriptors of Poll's chunk turned into buffers and not yet consumed from the rx ring
 	txQueued  uint32      // descriptors produced since the last doorbell
 	txCounted uint32      // tx ring consumer up to which tx_packets counted
 	txBusy    uint32      // EBUSY drops not yet taken off tx_packets
@@ -438,6 +439,15 @@ func (d *Device) enterPoll() bool {
 }
 
 func (d *Device) exitPoll() {
+	if d.rxTaken != 0 {
+		// A handler panicked mid-chunk: the descriptors already
+		// turned into buffers leave the rx ring, so that no later
+		// Poll hands their frames over again (Wait refills the fill
+		// ring with them once freed).
+		d.sock.RX.Consume(d.rxTaken)
+		d.sock.RX.Release()
+		d.rxTaken = 0
+	}
 	if d.state.Add(-(2 + pollMark)) == 1 {
 		d.teardown()
 	}
@@ -824,7 +834,9 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		d.touch(c)
 		for k := range c {
 			desc := rx.Descs[rx.Index(k)]
-			if b := d.takeRx(desc.Addr, int(desc.Len)); b != nil && d.deliver(b, h) {
+			b := d.takeRx(desc.Addr, int(desc.Len))
+			d.rxTaken = k + 1
+			if b != nil && d.deliver(b, h) {
 				got++
 			}
 			if d.closed() {
@@ -837,6 +849,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		}
 		rx.Consume(c)
 		rx.Release()
+		d.rxTaken = 0
 		d.refill()
 		if n -= c; n == 0 {
 			if d.closed() {

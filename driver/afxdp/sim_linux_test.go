@@ -3,6 +3,7 @@ package afxdp
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -270,5 +271,56 @@ func benchBare(b *testing.B, evict bool) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pps")
 	if sum == 1 {
 		b.Log(sum)
+	}
+}
+
+// TestSimHandlerPanicWait has the handler panic at the fourth of eight
+// frames, the caller recover, Wait (which refills the fill ring with the
+// frames already freed) and Poll again: the frames after the panic are
+// handed over once, none twice, and no buffer handed over is also posted
+// on the fill ring (where the kernel could write it under its owner).
+func TestSimHandlerPanicWait(t *testing.T) {
+	s := simDevice(t, Config{Config: netdev.Config{Copybreak: netdev.CopybreakOff}, RingSize: 64, Frames: 128})
+	d := s.d
+	if n := s.receive(simFrame(t), 8, 0); n != 8 {
+		t.Fatal(n)
+	}
+	seq := func(b *skb.Buff) uint32 { p := b.Data(); return binary.BigEndian.Uint32(p[len(p)-4:]) }
+	var seqs []uint32
+	var dropped *skb.Buff // the buffer the panicking handler owned
+	func() {
+		defer func() { recover() }()
+		d.Poll(64, func(b *skb.Buff) {
+			seqs = append(seqs, seq(b))
+			if len(seqs) == 4 {
+				dropped = b
+				panic("a handler's bug")
+			}
+			d.Cache().Free(b)
+		})
+	}()
+	d.Cache().Free(dropped)
+	d.Wait(0)
+	var held []*skb.Buff
+	d.Poll(64, func(b *skb.Buff) {
+		seqs = append(seqs, seq(b))
+		held = append(held, b)
+	})
+	if want := []uint32{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(seqs, want) {
+		t.Errorf("handed over %v, want %v", seqs, want)
+	}
+	fq := &d.sock.Fill
+	posted := map[uint64]bool{}
+	for i := fq.Consumer(); i != fq.Producer(); i++ {
+		posted[fq.Addrs[i&(fq.Size()-1)]>>d.shift] = true
+	}
+	for _, b := range held {
+		if posted[b.HeadAddr()>>d.shift] {
+			t.Errorf("buffer of frame %d handed over and posted on the fill ring", seq(b))
+		}
+		d.Cache().Free(b)
+	}
+	if st := d.Stats(); st.RxPackets != 8 || st.RxDroppedTotal() != 0 {
+		t.Errorf("rx_packets %d, rx_dropped %d; want 8 and 0", st.RxPackets, st.RxDroppedTotal())
 	}
 }
