@@ -844,6 +844,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 				// the frames not handed over are dropped, and their
 				// buffers freed at the teardown as Poll returns.
 				d.ctr.RxDrop(netdev.DropClosed, int(n-k-1))
+				d.rxTaken = n // all leave the ring: release counts the rest
 				return got, d.cerr.poll
 			}
 		}
@@ -1098,13 +1099,13 @@ func (d *Device) sockError(op string) error {
 }
 
 // Stats returns the device's counters, with the frames the kernel dropped
-// before the rx ring (XDPStats.RxDropped) as rx_dropped_kernel. Safe for
-// concurrent use.
+// before the rx ring (XDPStats.RxDropped and RxRingFull) as
+// rx_dropped_kernel. Safe for concurrent use.
 func (d *Device) Stats() netdev.Stats {
 	s := d.ctr.Snapshot()
 	ks, err := d.XDPStats()
 	if err == nil {
-		s.RxDropped[netdev.DropKernel] += ks.RxDropped
+		s.RxDropped[netdev.DropKernel] += ks.RxDropped + ks.RxRingFull
 	}
 	return s
 }
@@ -1142,9 +1143,13 @@ func (d *Device) xdpStats() (XDPStats, error) {
 
 // Close detaches the XDP program, closes the socket, unmaps the rings, frees
 // the buffers posted for receive or queued for transmit (frames the kernel
-// had not taken count as tx_dropped_closed) and, when the driver made the
-// pool, closes it: that fails, wrapping pool.ErrLeak, if the application
-// still holds buffers from it. Safe for concurrent use: it wakes a Wait in
+// had taken since the last count count as sent, those it had not as
+// tx_dropped_closed; frames waiting in the rx ring count as
+// rx_dropped_closed) and, when the driver made the pool, closes it: that
+// fails, wrapping pool.ErrLeak, if the application still holds buffers
+// from it. Those buffers stay valid and may be freed after Close; the
+// pool's arenas stay mapped until then, and a later Pool().Close unmaps
+// them. Safe for concurrent use: it wakes a Wait in
 // progress and, when another goroutine is inside a method, the teardown
 // happens as that method returns (Close waits up to a second for it). Later
 // calls return netdev.ErrClosed. It must not race with the owner using the
@@ -1209,12 +1214,22 @@ func (d *Device) release() error {
 		}
 	}
 	if d.sock != nil {
+		if rx := &d.sock.RX; rx.Size() != 0 {
+			// Frames the kernel placed that no Poll took.
+			if n := rx.Peek(rx.Size()); n > 0 {
+				d.ctr.RxDrop(netdev.DropClosed, int(n))
+			}
+		}
 		if ks, err := d.xdpStats(); err == nil {
 			d.mu.Lock()
 			d.lastXStat = ks
 			d.mu.Unlock()
 		}
 		if tx := &d.sock.TX; tx.Size() != 0 {
+			// What the kernel took since the last count (a NIC that
+			// consumes on its own, a poll(2) that sent a stalled
+			// ring) was sent; the rest is dropped.
+			d.countTx(false)
 			if n := tx.Producer() - tx.Consumer(); n > 0 {
 				d.ctr.TxDrop(netdev.DropClosed, int(n))
 			}

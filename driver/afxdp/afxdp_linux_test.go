@@ -1129,3 +1129,38 @@ func TestWaitInterfaceRemoved(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueBeyond64 opens queue 0 and then queue 70 of one interface in
+// one process: the XSKMAP the first made is shared, and holds the second.
+func TestQueueBeyond64(t *testing.T) {
+	l := labtest.New(t, lab.Options{Queues: 80})
+	openOn(t, &l.B, Config{})
+	var d *Device
+	if err := l.B.Do(func() (err error) { d, err = Open(l.B.Ifname, 70, Config{}); return err }); err != nil {
+		t.Fatalf("queue 70 after queue 0: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRxRingCountedAtClose closes a receiver with frames waiting in its rx
+// ring that no Poll took: they count as rx_dropped_closed.
+func TestRxRingCountedAtClose(t *testing.T) {
+	l := labtest.New(t, lab.Options{})
+	a := openOn(t, &l.A, Config{TxOnly: true})
+	b := openOn(t, &l.B, Config{})
+	f := frameTo(&l.A, &l.B)
+	xmitFilled(t, a, &f, 100)
+	if err := b.Wait(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the rest of the hundred
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := b.Stats()
+	if got := st.RxPackets + st.RxDroppedTotal(); got != 100 || st.RxDropped[netdev.DropClosed] == 0 {
+		t.Errorf("100 frames sent: rx_packets %d + rx_dropped %d (closed %d)", st.RxPackets, st.RxDroppedTotal(), st.RxDropped[netdev.DropClosed])
+	}
+}

@@ -5,8 +5,11 @@ package afxdp
 // what is particular to AF_XDP: doorbell system calls and transmit copies.
 type XDPStats struct {
 	// RxDropped counts frames the XDP program redirected to the socket that
-	// the kernel dropped: no fill ring entry, or no rx ring slot. Stats
-	// reports it as rx_dropped_kernel.
+	// the kernel dropped for want of a fill ring entry (or as too long for
+	// a UMEM frame); those dropped for want of an rx ring slot are in
+	// RxRingFull alone (the kernel adds them to rx_dropped only for a
+	// caller that reads the short struct). Stats reports both as
+	// rx_dropped_kernel.
 	RxDropped uint64
 	// RxInvalidDescs and TxInvalidDescs count descriptors the kernel found
 	// invalid (an address outside the UMEM, a length past the frame).

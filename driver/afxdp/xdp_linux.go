@@ -15,8 +15,12 @@ import (
 )
 
 // xskMapEntries is the size of the XSKMAP: one slot per receive queue, keyed
-// by the queue index the program reads from the xdp_md.
-const xskMapEntries = 64
+// by the queue index the program reads from the xdp_md. The map is made by
+// the first device of the process on an interface and shared by the later
+// ones, whatever queues they bind, so it holds the most queues a device
+// has (4096, the kernel's limit on a veth's; a NIC has fewer), at 8 bytes
+// a slot.
+const xskMapEntries = 4096
 
 // xdpMdRxQueueIndex is the offset of rx_queue_index in struct xdp_md
 // (include/uapi/linux/bpf.h: data, data_end, data_meta, ingress_ifindex,

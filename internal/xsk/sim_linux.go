@@ -11,7 +11,9 @@ import (
 // benchmarked without a socket, a device or root: it takes the frame
 // addresses user space posted to the fill ring, in the order they were
 // posted (as the kernel's xskq_cons_peek_addr does), and produces rx
-// descriptors for them. The completion and tx rings exist and stay empty.
+// descriptors for them. The completion and tx rings exist; the tx ring is
+// consumed only when a test says (TakeTx), and the completion ring stays
+// empty.
 // A Sim and its Socket belong to one goroutine.
 type Sim struct {
 	s     *Socket
@@ -76,3 +78,13 @@ func (k *Sim) PutRx(descs []unix.XDPDesc) int {
 // Pending returns how many rx descriptors user space has not consumed (as
 // published by its Release).
 func (k *Sim) Pending() int { return int(k.words[2][0] - k.words[2][1]) }
+
+// TakeTx consumes every descriptor user space queued on the tx ring, as a
+// device that transmits on its own would, without completing them, and
+// returns how many.
+func (k *Sim) TakeTx() int {
+	w := &k.words[3]
+	n := w[0] - w[1]
+	w[1] = w[0]
+	return int(n)
+}
