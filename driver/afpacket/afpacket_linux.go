@@ -233,7 +233,16 @@ func (d *Device) open(prog []bpf.RawInstruction) error {
 			return fmt.Errorf("PACKET_IGNORE_OUTGOING: %w", err)
 		}
 	}
-	if prog != nil && !cfg.TxOnly {
+	joining := cfg.Fanout != FanoutNone && !cfg.TxOnly
+	switch {
+	case joining:
+		// Bound before it joins its group, the socket would take
+		// frames on its own hook meanwhile, frames the group hands to
+		// another member too: it takes none until it has joined.
+		if err := attachFilter(fd, dropAll); err != nil {
+			return err
+		}
+	case prog != nil && !cfg.TxOnly:
 		if err := attachFilter(fd, prog); err != nil {
 			return err
 		}
@@ -302,6 +311,16 @@ func (d *Device) open(prog []bpf.RawInstruction) error {
 			return err
 		}
 	}
+	if joining {
+		if prog != nil {
+			err = attachFilter(fd, prog)
+		} else if err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DETACH_FILTER, 0); err != nil {
+			err = fmt.Errorf("SO_DETACH_FILTER: %w", err)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if cfg.Promisc && !cfg.TxOnly {
 		mreq := unix.PacketMreq{Ifindex: int32(d.ifindex), Type: unix.PACKET_MR_PROMISC}
 		if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
@@ -350,6 +369,9 @@ func (d *Device) hwaddr() error {
 	}
 	return nil
 }
+
+// dropAll is the classic BPF program that takes no frame (BPF_RET|BPF_K 0).
+var dropAll = []bpf.RawInstruction{{Op: 0x06, K: 0}}
 
 // attachFilter attaches the classic BPF program prog (SO_ATTACH_FILTER).
 func attachFilter(fd int, prog []bpf.RawInstruction) error {

@@ -107,6 +107,67 @@ func TestFanout(t *testing.T) {
 	}
 }
 
+// TestFanoutJoinUnderTraffic opens fanout groups again and again while
+// frames arrive: a member bound before it joined its group would take
+// frames on its own hook that the group also hands to a member, so that
+// one frame came up twice.
+func TestFanoutJoinUnderTraffic(t *testing.T) {
+	l := newLab(t)
+	fr := newFramer(l)
+	tx := openIn(t, &l.A, Config{})
+	stop := make(chan struct{})
+	sent := make(chan struct{})
+	go func() { // the sender's own goroutine, as its device's owner
+		defer close(sent)
+		c := tx.Cache()
+		deadline := time.Now().Add(10 * time.Second)
+		for seq := uint32(0); time.Now().Before(deadline); seq++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b, err := c.Alloc(fr.uf.HeaderLen() + 64)
+			if err != nil {
+				return
+			}
+			fr.fill(b, seq, 64)
+			tx.Xmit(b, seq%16 != 15)
+		}
+	}()
+	defer func() { close(stop); <-sent }()
+	dups := 0
+	for range 40 {
+		var devs []*Device
+		if err := l.B.Do(func() (err error) {
+			devs, err = OpenFanout(Config{Ifname: l.B.Ifname, Fanout: FanoutLB, BlockCount: 4}, 2)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[uint32]bool{}
+		for end := time.Now().Add(5 * time.Millisecond); time.Now().Before(end); {
+			for _, d := range devs {
+				d.Poll(256, func(b *skb.Buff) {
+					if seq, _, ok := seqOf(b); ok {
+						if seen[seq] {
+							dups++
+						}
+						seen[seq] = true
+					}
+					b.Free()
+				})
+			}
+		}
+		for _, d := range devs {
+			d.Close()
+		}
+	}
+	if dups > 0 {
+		t.Errorf("%d frames handed over by both members of a group", dups)
+	}
+}
+
 func TestOpenFanoutErrors(t *testing.T) {
 	if _, err := OpenFanout(Config{Ifname: "lo"}, 0); err == nil {
 		t.Fatal("fanout of 0 devices opened")
