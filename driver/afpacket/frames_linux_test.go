@@ -3,6 +3,7 @@
 package afpacket
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -38,6 +39,45 @@ func TestVLAN(t *testing.T) {
 	})
 	if got != 2 {
 		t.Fatalf("received %d of 2 tagged frames; tx %+v", got, tx.Stats())
+	}
+}
+
+// TestQinQOverMTU sends an 802.1ad-tagged frame 4 bytes over MTU+14 among
+// good ones: the kernel gives that allowance to 802.1Q tags only, so the
+// device refuses it (ErrTooBig, tx_dropped_too_big) before the kernel
+// would, and the frames around it go, in either transmit mode.
+func TestQinQOverMTU(t *testing.T) {
+	for _, mode := range []TxMode{TxMmsg, TxRing} {
+		t.Run(mode.String(), func(t *testing.T) {
+			l := newLab(t)
+			good := newFramer(l)
+			qinq := newFramer(l)
+			qinq.uf.VLANProto, qinq.uf.VLANTCI = header.EtherTypeQinQ, 7
+			tx := openIn(t, &l.A, Config{TxMode: mode})
+			c := tx.Cache()
+			frame := func(fr *framer, seq uint32, payload int) *skb.Buff {
+				b, err := c.Alloc(fr.uf.HeaderLen() + payload)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fr.fill(b, seq, payload)
+				return b
+			}
+			if err := tx.Xmit(frame(good, 0, 64), true); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Xmit(frame(qinq, 1, 1500-28), true); !errors.Is(err, netdev.ErrTooBig) {
+				t.Errorf("a 1518-byte 802.1ad frame: %v, want ErrTooBig", err)
+			}
+			for i := range 2 {
+				if err := tx.Xmit(frame(good, uint32(2+i), 64), i == 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st := tx.Stats(); st.TxPackets != 3 || st.TxDropped[netdev.DropTooBig] != 1 || st.TxDroppedTotal() != 1 {
+				t.Errorf("tx_packets %d, tx_dropped_too_big %d, tx_dropped %d; want 3, 1, 1", st.TxPackets, st.TxDropped[netdev.DropTooBig], st.TxDroppedTotal())
+			}
+		})
 	}
 }
 

@@ -118,15 +118,16 @@ func (d *Device) checkLen(b *skb.Buff, l int) error {
 	return nil
 }
 
-// vlanTagged reports whether the frame in b carries a VLAN tag (the kernel
-// allows it 4 bytes over the MTU: packet_extra_vlan_len_allowed).
+// vlanTagged reports whether the frame in b carries an 802.1Q tag, which
+// the kernel allows 4 bytes over the MTU (packet_extra_vlan_len_allowed:
+// EtherType 0x8100 only; an 802.1ad tag gets no allowance, and such a
+// frame over the MTU is refused with EMSGSIZE).
 func (d *Device) vlanTagged(b *skb.Buff) bool {
 	var et [2]byte
 	if b.CopyBits(12, et[:]) != nil {
 		return false
 	}
-	t := binary.BigEndian.Uint16(et[:])
-	return t == header.EtherTypeVLAN || t == header.EtherTypeQinQ
+	return binary.BigEndian.Uint16(et[:]) == header.EtherTypeVLAN
 }
 
 // prepare makes b linear and completes a CHECKSUM_PARTIAL checksum, for
