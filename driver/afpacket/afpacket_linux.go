@@ -45,8 +45,10 @@ const (
 	hVlanTP  = 36 // hv1.tp_vlan_tpid (u16)
 	hSize    = 48 // TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
 
-	// struct sockaddr_ll follows the header.
+	// struct sockaddr_ll (20 bytes) follows the header; the frame's
+	// bytes start after it (tp_mac).
 	sllPkttype = hSize + 10
+	sllEnd     = hSize + 20
 
 	// txData is where a transmit slot's frame starts: TPACKET3_HDRLEN minus
 	// the sockaddr_ll (tpacket_parse_header without PACKET_TX_HAS_OFF).

@@ -26,7 +26,7 @@ func fakeRing(bs, count int) []byte {
 // its ring counts.
 func TestRingWalkMalformed(t *testing.T) {
 	const bs, count = 4096, 2
-	for _, tc := range []string{"bad first offset", "empty", "bad second offset", "handler panics"} {
+	for _, tc := range []string{"bad first offset", "first offset at the block's end", "empty", "bad second offset", "handler panics"} {
 		t.Run(tc, func(t *testing.T) {
 			p, err := pool.New(pool.Config{Debug: true, Name: t.Name()})
 			if err != nil {
@@ -49,6 +49,11 @@ func TestRingWalkMalformed(t *testing.T) {
 			case "bad first offset":
 				ne.PutUint32(blk[bdNumPkts:], 1)
 				ne.PutUint32(blk[bdFirstPkt:], 4)
+			case "first offset at the block's end":
+				// Room for the tpacket3_hdr, not for the sockaddr_ll
+				// behind it, whose packet type is read.
+				ne.PutUint32(blk[bdNumPkts:], 1)
+				ne.PutUint32(blk[bdFirstPkt:], bs-hSize)
 			case "empty":
 				ne.PutUint32(blk[bdFirstPkt:], 64)
 			case "bad second offset":

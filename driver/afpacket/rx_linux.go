@@ -81,7 +81,7 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 		blk := d.rx[base : base+bs : base+bs]
 		for d.rxLeft > 0 && n < budget {
 			off := d.rxOff
-			if off < bdHeaderSize || off > bs-hSize {
+			if off < bdHeaderSize || off > bs-sllEnd {
 				// The kernel never writes this; stop reading the block
 				// rather than read outside it, and hand it back.
 				d.ctr.RxDrop(netdev.DropMalformed, d.rxLeft)
@@ -182,7 +182,7 @@ func (d *Device) frame(blk []byte, off int) (*skb.Buff, int) {
 		return nil, dropped
 	}
 	start := off + mac
-	if mac < hSize || start+snap > len(blk) {
+	if mac < sllEnd || start+snap > len(blk) {
 		d.ctr.RxDrop(netdev.DropMalformed, 1)
 		return nil, dropped
 	}
