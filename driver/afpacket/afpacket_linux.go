@@ -556,15 +556,15 @@ func (d *Device) kernelStats() {
 	if d.rx == nil {
 		return
 	}
-	st, err := unix.GetsockoptTpacketStatsV3(d.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
-	if err != nil {
+	drops, freezes, e := packetStats(d.fd)
+	if e != 0 {
 		return
 	}
-	if st.Drops != 0 {
-		d.kdrp.Add(uint64(st.Drops))
+	if drops != 0 {
+		d.kdrp.Add(uint64(drops))
 	}
-	if st.Freeze_q_cnt != 0 {
-		d.kfrz.Add(uint64(st.Freeze_q_cnt))
+	if freezes != 0 {
+		d.kfrz.Add(uint64(freezes))
 	}
 }
 

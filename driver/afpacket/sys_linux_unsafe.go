@@ -35,3 +35,16 @@ func kickRaw(fd int) unix.Errno {
 	_, _, e := mmsg.Raw6(unix.SYS_SENDTO, uintptr(fd), 0, 0, 0, 0, 0)
 	return e
 }
+
+// packetStats reads and resets the socket's PACKET_STATISTICS (struct
+// tpacket_stats_v3): frames dropped and times the queue froze since the
+// last read. It allocates nothing, as unix.GetsockoptTpacketStatsV3 does
+// (one struct a call), so that Stats and a Poll of a losing ring stay free
+// of allocations.
+func packetStats(fd int) (drops, freezes uint32, e unix.Errno) {
+	var st unix.TpacketStatsV3
+	l := uint32(unsafe.Sizeof(st))
+	_, _, e = unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
+	return st.Drops, st.Freeze_q_cnt, e
+}
