@@ -580,8 +580,8 @@ func (d *Device) kernelStats() {
 // Called while Poll runs (from its handler, or from another goroutine) it
 // does not wait: Poll hands nothing more over and returns an error matching
 // net.ErrClosed, the device is torn down as Poll returns (frames still in
-// the ring are discarded with it), and an error of the teardown is then not
-// reported.
+// the ring are discarded with it, counted in rx_dropped_closed), and an
+// error of the teardown is then not reported.
 func (d *Device) Close() error {
 	d.closeMu.Lock()
 	defer d.closeMu.Unlock()
@@ -670,6 +670,26 @@ func (d *Device) teardown() error {
 	return d.closeErr
 }
 
+// ringLeft counts the frames the kernel left in the receive ring that no
+// Poll handed over (the rest of the block being walked, and every block
+// handed to user space) as rx_dropped_closed.
+func (d *Device) ringLeft() {
+	bs := d.g.blockSize
+	k := d.rxLeft
+	for i := range d.g.blockCount {
+		if i == d.rxBlk && d.rxLeft > 0 {
+			continue // partly walked: its rest is rxLeft
+		}
+		base := i * bs
+		if ring.Load32(d.rx, base+bdStatus)&unix.TP_STATUS_USER != 0 {
+			k += int(ne.Uint32(d.rx[base+bdNumPkts:]))
+		}
+	}
+	if k > 0 {
+		d.ctr.RxDrop(netdev.DropClosed, k)
+	}
+}
+
 // release closes the socket and the eventfd, unmaps the rings and closes the
 // cache and the pool made here. The owner's calls, Wait included, have
 // returned and cannot start again.
@@ -682,6 +702,9 @@ func (d *Device) release() error {
 	if d.efd >= 0 {
 		errs = append(errs, unix.Close(d.efd))
 		d.efd = -1
+	}
+	if len(d.rx) > 0 {
+		d.ringLeft()
 	}
 	if d.ring != nil {
 		errs = append(errs, d.ring.Unmap())

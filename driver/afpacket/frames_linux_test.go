@@ -180,3 +180,34 @@ func TestJumbo(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseCountsRing closes receivers with frames in their ring: one that
+// never Polled, and one whose handler closes it at the tenth of a hundred.
+// Every frame the kernel put in the ring is handed over or counted in
+// rx_dropped_closed.
+func TestCloseCountsRing(t *testing.T) {
+	for _, inHandler := range []bool{false, true} {
+		l := newLab(t)
+		fr := newFramer(l)
+		rx := openIn(t, &l.B, Config{})
+		tx := openIn(t, &l.A, Config{})
+		sendN(t, tx, fr, 0, 100, 64, 16)
+		time.Sleep(50 * time.Millisecond) // the blocks retire
+		if inHandler {
+			got := 0
+			rx.Poll(100, func(b *skb.Buff) {
+				b.Free()
+				if got++; got == 10 {
+					rx.Close()
+				}
+			})
+		} else {
+			rx.Close()
+		}
+		st := rx.Stats()
+		if got := st.RxPackets + st.RxDropped[netdev.DropClosed]; got != 100 || st.RxDroppedTotal() != st.RxDropped[netdev.DropClosed] {
+			t.Errorf("closed in the handler %v: rx_packets %d + rx_dropped_closed %d = %d of 100 (rx_dropped %d)",
+				inHandler, st.RxPackets, st.RxDropped[netdev.DropClosed], got, st.RxDroppedTotal())
+		}
+	}
+}
