@@ -172,7 +172,13 @@ type Config struct {
 	// rx_dropped_kernel) every GSO frame its header cannot describe, which
 	// it delivers without: GSO types other than TCP and UDP (SCTP, ESP,
 	// GRE, tunnels on some kernels), and UDP GSO before Linux 6.2
-	// (VIRTIO_NET_HDR_GSO_UDP_L4). Xmit writes a header that asks for
+	// (VIRTIO_NET_HDR_GSO_UDP_L4). Reading tpacket_rcv, such a drop with a
+	// TPACKET_V3 ring leaves the frame's slot in its block with its header
+	// unwritten (not seen here: this kernel has no SCTP): Poll counts it in
+	// rx_dropped_malformed when the slot's offsets are out of range, and
+	// once the ring has wrapped could hand over the bytes an earlier frame
+	// left there. Senders of such GSO types are best kept off a VnetHdr
+	// receiver. Xmit writes a header that asks for
 	// nothing (no GSO, the checksum complete), in the buffer's headroom,
 	// which it unshares first when the buffer is a clone (skb_cow_head).
 	VnetHdr bool
