@@ -92,7 +92,7 @@ type EchoResult struct {
 
 type echoer struct {
 	dev   netdev.Device
-	yield bool // spinning on the process's one P (soleP): yield it after an empty Poll
+	yield bool // spinning on the process's one P (soleP): yield it now and then (yieldEvery)
 	cache *pool.Cache
 	ax    AddrXmitter
 	sx    SrcXmitter     // ax with PktInfo on: answers from the request's destination
@@ -391,7 +391,7 @@ loop:
 			break
 		}
 		if n == 0 && e.cfg.Spin {
-			if e.yield {
+			if e.yield && (spins+1)%yieldEvery == 0 {
 				runtime.Gosched()
 			}
 			// Spinning on an empty queue: look at the clock (and the

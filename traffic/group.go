@@ -229,7 +229,8 @@ type runner struct {
 	nextTick        time.Duration // the end of the interval being counted
 	last            time.Duration // the end of the last Poll that counted packets; 0 before one
 	wait            time.Duration // a runner of several sinks: the last timeout of Wait
-	yield           bool          // spinning on the process's one P (soleP): yield it after empty Polls
+	yield           bool          // spinning on the process's one P (soleP): yield it now and then (yieldEvery)
+	idleRounds      int           // rounds of empty Polls, for yield
 }
 
 // init prepares the run from start to deadline, on the sinks' clock.
@@ -293,7 +294,7 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 			return r.clk.now()
 		}
 		if !got && r.cfg.Spin {
-			if r.yield {
+			if r.idleRounds++; r.yield && r.idleRounds%yieldEvery == 0 {
 				runtime.Gosched()
 			}
 			// Spinning on empty queues: look at the clock (and the

@@ -135,7 +135,7 @@ type PingPongResult struct {
 
 type pinger struct {
 	dev      netdev.Device
-	yield    bool // busy-polling on the process's one P (soleP): yield it after an empty Poll
+	yield    bool // busy-polling on the process's one P (soleP): yield it now and then (yieldEvery)
 	cache    *pool.Cache
 	devAlloc Allocator
 	ax       AddrXmitter
@@ -344,7 +344,7 @@ var errRunOver = errors.New("traffic: pingpong: run over")
 // wait lasts waitSlice at most, and no longer than the timeout and the
 // run have left at the last reading of the clock (t0 for the first).
 func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
-	n := 0
+	n, idle := 0, 0 // idle: empty Polls so far
 	left := min(p.cfg.Timeout, p.cfg.Duration-t0)
 	for spins := 0; ; spins++ {
 		if !p.cfg.BusyPoll && n == 0 {
@@ -363,7 +363,7 @@ func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 		if n > 0 {
 			continue
 		}
-		if p.cfg.BusyPoll && p.yield {
+		if idle++; p.cfg.BusyPoll && p.yield && idle%yieldEvery == 0 {
 			runtime.Gosched()
 		}
 		if p.cfg.BusyPoll && spins&255 != 255 {
