@@ -270,7 +270,14 @@ func FuzzIPv6(f *testing.F) {
 	})
 	f.Add(ipv6WithExt(IPProtoHopByHop, []byte{IPProtoFragment, 0, 1, 4, 0, 0, 0, 0, IPProtoUDP, 0, 0, 8, 0, 0, 0, 1}, 8))
 	f.Add(ipv6WithExt(IPProtoAH, []byte{IPProtoTCP, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 20))
+	f.Add(ipv6WithExt(IPProtoRouting, append([]byte{IPProtoUDP, 2, IPv6RoutingRPL, 1, 0x88, 0x10, 0, 0}, make([]byte, 16)...), 8))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) >= IPv6HeaderLen {
+			// Any bytes at all, whatever the Routing header claims:
+			// reads stay within b and the Payload Length.
+			_ = IPv6(b).FinalDestination()
+			_ = IPv6(b).PseudoHeaderChecksum(IPProtoUDP, 8)
+		}
 		h, err := ParseIPv6(b)
 		var g layers.IPv6
 		var fb feedback
