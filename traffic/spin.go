@@ -10,10 +10,10 @@ import "runtime"
 // scheduler preempts it some 10 ms later: a ping-pong of 10 µs then takes
 // tens of milliseconds a round trip. Spinning loops read it once at their
 // start and, when it is true, yield the P (runtime.Gosched) after every
-// yieldEvery empty Polls in a row.
+// yieldEvery empty Polls.
 func soleP() bool { return runtime.GOMAXPROCS(0) < 2 }
 
-// yieldEvery is how many empty Polls in a row a spinning loop on the
+// yieldEvery is how many empty Polls a spinning loop on the
 // process's one P makes before it yields the P. A yield costs a pass of
 // the scheduler (a few microseconds with its netpoll check): after every
 // empty Poll it added 4 µs to the 8.6 µs p50 of a busy-polling ping-pong
