@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,7 +100,23 @@ import (
 //     once, and RX stays usable.
 //   - allocs: a steady-state cycle (allocate, fill and Xmit 64 packets,
 //     Flush, Poll them back, free them) allocates nothing
-//     (testing.AllocsPerRun), on a pool without debug mode.
+//     (testing.AllocsPerRun), on a pool without debug mode, and neither
+//     does a Wait that times out.
+//   - overrun: 16 rings' worth sent without polling: every packet is
+//     delivered (in order, once, intact) or counted in rx_dropped or
+//     tx_dropped, and the device recovers.
+//   - pool exhausted: RX polled with its pool's class exhausted: every
+//     packet is delivered or counted.
+//   - wait wakes: a Wait that returns nil has something for the Poll
+//     after it (no stale wake-ups).
+//   - closed peer: packets sent to a closed RX are freed and counted.
+//
+// The poll subtest also checks Wait(0) (nil with packets waiting,
+// ErrTimeout at once on an idle device), a budget of 1, and that no Wait
+// returns ErrTimeout before its timeout; backpressure, that queueing the
+// packets a fresh TxAvail promised never finds the ring full; ownership,
+// that a packet one byte over MaxPayload is refused (ErrTooBig, freed,
+// counted) or carried whole.
 //
 // A Lossy pair may lose up to LossyFraction of the packets of each subtest,
 // never reorder, duplicate or corrupt one. Failures name the rule and the
@@ -132,6 +149,10 @@ func RunPool(t *testing.T, pc pool.Config, f Factory) {
 	t.Run("poll in poll", func(t *testing.T) { testPollInPoll(t, s) })
 	t.Run("panic in handler", func(t *testing.T) { testPanicInHandler(t, s) })
 	t.Run("allocs", func(t *testing.T) { testAllocs(t, s) })
+	t.Run("overrun", func(t *testing.T) { testOverrun(t, s) })
+	t.Run("pool exhausted", func(t *testing.T) { testExhausted(t, s) })
+	t.Run("wait wakes", func(t *testing.T) { testWaitWakes(t, s) })
+	t.Run("closed peer", func(t *testing.T) { testClosedPeer(t, s) })
 }
 
 // suite is what every subtest is given: the driver's factory and the shape
@@ -210,6 +231,36 @@ func testOwnership(t *testing.T, s *suite) {
 		t.Errorf("Xmit of a %d-byte packet returned %v; want an error wrapping ErrTooBig, as Device.Xmit's doc says", n, err)
 	case d.TxDropped[netdev.DropTooBig] != 1:
 		t.Errorf("Xmit of a %d-byte packet returned %v and counted %v; want it in tx_dropped_too_big", n, err, d)
+	}
+
+	// One byte past MaxPayload: refused (ErrTooBig, freed, counted in
+	// tx_dropped_too_big) or carried whole; never written past a receive
+	// buffer.
+	if pl := e.pair.MaxPayload + 1; e.overhead+pl+FillSlack <= e.p.MaxAlloc() {
+		const edge = 1 << 30
+		b := e.build(edge, pl)
+		before := e.tx.Stats()
+		err := e.tx.Xmit(b, false)
+		d := statsDelta(e.tx, before)
+		switch {
+		case err == nil:
+			var probs []string
+			got := 0
+			for _, r := range e.pollSync(1, 8, false) {
+				if r.ok && r.seq == edge {
+					if got++; r.bad != "" {
+						probs = append(probs, r.bad)
+					}
+				}
+			}
+			if got != 1 {
+				probs = append(probs, fmt.Sprintf("arrived %d times, want once", got))
+			}
+			report(t, fmt.Sprintf("ownership: a packet with MaxPayload+1 (%d) bytes of payload, accepted", pl), probs)
+		case !errors.Is(err, netdev.ErrTooBig) || b.IsLive() || d.TxDropped[netdev.DropTooBig] != 1:
+			t.Errorf("ownership: Xmit with MaxPayload+1 (%d) bytes of payload returned %v, packet live %v, tx_dropped_too_big +%d; want nil, or ErrTooBig with the packet freed and counted",
+				pl, err, b.IsLive(), d.TxDropped[netdev.DropTooBig])
+		}
 	}
 
 	// Buffers handed to the handler are its own: kept across later Polls,
@@ -445,6 +496,8 @@ func testBackpressure(t *testing.T, s *suite) {
 	seq := uint32(0)
 
 	// TxAvail falls as packets queue, and comes back after the doorbell.
+	// Queueing the TxAvail packets promised never finds the ring full.
+	promised := e.tx.Stats()
 	for k := 1; k <= ring; k++ {
 		avail := e.tx.TxAvail()
 		if _, err := e.send(seq, e.small(0), true); err != nil {
@@ -455,6 +508,10 @@ func testBackpressure(t *testing.T, s *suite) {
 			t.Errorf("backpressure: TxAvail is %d after %d packets queued with more=true in a ring of %d; want %d", got, k, ring, ring-k)
 			break
 		}
+	}
+	if d := statsDelta(e.tx, promised); d.TxRingFull != 0 || d.TxDroppedTotal() != 0 {
+		t.Errorf("backpressure: queueing the %d packets a fresh TxAvail promised (more=true) counted tx_ring_full %d, tx_dropped %d; want 0: TxAvail overstates the ring",
+			ring, d.TxRingFull, d.TxDroppedTotal())
 	}
 	if err := e.tx.Flush(); err != nil {
 		t.Fatalf("Flush: %v", err)
@@ -703,6 +760,10 @@ func (e *env) expectPrecise(what string) {
 			return
 		}
 		timedOut++
+		if took < timeout {
+			t.Errorf("%s: Wait(%v) returned ErrTimeout after %v, before its timeout", what, timeout, took)
+			return
+		}
 		fastest = min(fastest, took)
 	}
 	if fastest > timeout+slack {
@@ -765,7 +826,16 @@ func testPoll(t *testing.T, s *suite) {
 	if err := e.rx.Wait(deliverWait); err != nil {
 		t.Errorf("poll: Wait with packets still waiting returned %v; want nil", err)
 	}
+	if err := e.rx.Wait(0); err != nil {
+		t.Errorf("poll: Wait(0) with packets waiting returned %v; want nil", err)
+	}
 	recs := e.pollSync(total, 3, false) // checks n <= budget on every call
+	if err := e.rx.Wait(0); !errors.Is(err, netdev.ErrTimeout) {
+		t.Errorf("poll: Wait(0) on an idle device returned %v; want ErrTimeout at once", err)
+	}
+	e.sendBurst(total+1, 4, e.small, true)
+	e.checkDelivery("poll: 4 packets polled with a budget of 1", e.pollSync(4, 1, false),
+		delivery{sent: total + 5, optional: seqs(0, total+1)})
 	e.checkDelivery(fmt.Sprintf("poll: %d packets polled with a budget of 3", total), recs, delivery{sent: total})
 
 	e.expectTimeout("poll: Wait after every packet was polled")
@@ -1073,6 +1143,9 @@ func testAllocs(t *testing.T, s *suite) {
 			}
 		}
 		lost += batch - got
+		if err := rx.Wait(50 * time.Microsecond); err == nil || !errors.Is(err, netdev.ErrTimeout) {
+			perr = fmt.Errorf("Wait(50µs) on a drained device: %w", err)
+		}
 		cycles++
 	}
 	for range 3 {
@@ -1174,5 +1247,175 @@ func testPanicInHandler(t *testing.T, s *suite) {
 	}
 	if len(got) < count && !e.pair.Lossy {
 		t.Errorf("panic in handler: %d of %d packets handed over", len(got), count)
+	}
+}
+
+// testOverrun sends 16 rings' worth without polling: a non-Lossy device
+// delivers each packet or counts its drop, never loses one silently:
+// delivered + RX's rx_dropped + TX's tx_dropped = sent, and what arrives
+// is in order, once, intact. Then the device recovers.
+func testOverrun(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
+	ring := e.tx.TxAvail()
+	n := 16 * ring
+	tx0, rx0 := e.tx.Stats(), e.rx.Stats()
+	for seq := 0; seq < n; seq += ring {
+		e.sendBurst(uint32(seq), ring, e.small, true)
+	}
+	recs := e.drain()
+	e.checkDelivery("overrun", recs, delivery{sent: n, optional: seqs(0, uint32(n))})
+	dtx, drx := statsDelta(e.tx, tx0), statsDelta(e.rx, rx0)
+	got := 0
+	for _, r := range recs {
+		if r.ok {
+			got++
+		}
+	}
+	if sum := uint64(got) + drx.RxDroppedTotal() + dtx.TxDroppedTotal(); !e.pair.Lossy && sum != uint64(n) {
+		t.Errorf("overrun: %d packets sent without polling: %d delivered, RX rx_dropped %v, TX tx_dropped %d; want them to add up to %d (a drop must be counted)",
+			n, got, drx.RxDropped, dtx.TxDroppedTotal(), n)
+	}
+	e.sendBurst(uint32(n), 1, e.small, false)
+	e.checkDelivery("overrun: a packet after the overrun", e.pollSync(1, 8, false),
+		delivery{sent: n + 1, optional: seqs(0, uint32(n))})
+}
+
+// testExhausted runs RX with the pool exhausted: every packet is delivered
+// or dropped and counted (or left queued, Poll returning pool.ErrExhausted),
+// no buffer leaks, and traffic flows again once buffers are freed.
+func testExhausted(t *testing.T, s *suite) {
+	pc := s.pc
+	if pc.Classes == nil {
+		pc.Classes = pool.DefaultClasses()
+	}
+	pc.Classes = append([]pool.Class(nil), pc.Classes...)
+	for i := range pc.Classes {
+		if pc.Classes[i].Max == 0 {
+			pc.Classes[i].Max = 1024
+		}
+	}
+	e := open(t, &suite{f: s.f, pc: pc}, netdev.Config{}, true)
+	const count = 16
+	pl := min(1000, e.pair.MaxPayload)
+	bufs := make([]*skb.Buff, count)
+	for i := range bufs {
+		bufs[i] = e.build(uint32(i), pl)
+	}
+	var held []*skb.Buff
+	for _, c := range pc.Classes {
+		for {
+			b, err := e.p.Alloc(c.Size - e.p.Headroom())
+			if err != nil {
+				break
+			}
+			held = append(held, b)
+		}
+	}
+	rx0 := e.rx.Stats()
+	for i, b := range bufs {
+		if err := e.tx.Xmit(b, i < count-1); err != nil {
+			t.Fatalf("pool exhausted: Xmit(seq %d): %v", i, err)
+		}
+	}
+	var recs []rxRec
+	var scratch []byte
+	h := func(b *skb.Buff) { recs = append(recs, e.inspect(b, &scratch)); b.Free() }
+	for range 20 {
+		if _, err := e.rx.Poll(count, h); err != nil && !errors.Is(err, pool.ErrExhausted) {
+			t.Fatalf("pool exhausted: Poll: %v", err)
+		}
+		e.rx.Wait(time.Millisecond)
+	}
+	for _, b := range held {
+		b.Free()
+	}
+	recs = append(recs, e.drain()...)
+	e.checkDelivery("pool exhausted", recs, delivery{sent: count, optional: seqs(0, count)})
+	if d := statsDelta(e.rx, rx0); !e.pair.Lossy && uint64(len(recs))+d.RxDroppedTotal() != count {
+		t.Errorf("pool exhausted: %d packets sent: %d delivered, rx_dropped %v; want them to add up to %d", count, len(recs), d.RxDropped, count)
+	}
+	e.sendBurst(count, 1, e.small, false)
+	e.checkDelivery("pool exhausted: a packet after buffers came back", e.pollSync(1, 8, false),
+		delivery{sent: count + 1, optional: seqs(0, count)})
+}
+
+// testWaitWakes has RX's owner Wait and Poll while TX sends packets one by
+// one: a Wait that returns nil promises a packet, so the Poll after it
+// hands at least one over.
+func testWaitWakes(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
+	const total = 3000
+	done := make(chan [2]int)
+	var polled atomic.Int64
+	go func() {
+		got, spurious := 0, 0
+		deadline := time.Now().Add(deliverWait)
+		for got < total && time.Now().Before(deadline) {
+			err := e.rx.Wait(20 * time.Millisecond)
+			n, perr := e.rx.Poll(64, func(b *skb.Buff) { b.Free() })
+			if perr != nil {
+				break
+			}
+			if err == nil && n == 0 {
+				spurious++
+			}
+			got += n
+			polled.Store(int64(got))
+		}
+		done <- [2]int{got, spurious}
+	}()
+	deadline := time.Now().Add(deliverWait)
+	for i := range total {
+		for int64(i)-polled.Load() > 64 && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+		e.sendBurst(uint32(i), 1, e.small, false)
+		if i%7 == 0 {
+			runtime.Gosched()
+		}
+	}
+	r := <-done
+	if r[1] > 0 {
+		t.Errorf("wait wakes: Wait returned nil %d times with nothing for the Poll after it (%d of %d packets received)", r[1], r[0], total)
+	}
+}
+
+// drain polls RX until a Wait of 50 ms finds nothing more, and returns what
+// it got.
+func (e *env) drain() []rxRec {
+	e.t.Helper()
+	var recs []rxRec
+	var scratch []byte
+	c := e.rx.Cache()
+	h := func(b *skb.Buff) { recs = append(recs, e.inspect(b, &scratch)); c.Free(b) }
+	for deadline := time.Now().Add(deliverWait); time.Now().Before(deadline); {
+		n, err := e.rx.Poll(64, h)
+		if err != nil {
+			e.t.Fatalf("RX.Poll(64): %v", err)
+		}
+		if n == 0 && errors.Is(e.rx.Wait(50*time.Millisecond), netdev.ErrTimeout) {
+			break
+		}
+	}
+	return recs
+}
+
+// testClosedPeer closes RX and has TX send on: whatever Xmit and Flush
+// return (a socket may report the peer gone), every packet is counted once
+// in TX's tx_packets or tx_dropped, and freed (checked when TX closes).
+func testClosedPeer(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
+	if err := e.rx.Close(); err != nil {
+		t.Fatalf("closed peer: RX.Close: %v", err)
+	}
+	const n = 12
+	before := e.tx.Stats()
+	for i := range n {
+		e.tx.Xmit(e.build(uint32(i), e.small(0)), i%4 != 3)
+	}
+	e.tx.Flush()
+	if d := statsDelta(e.tx, before); d.TxPackets+d.TxDroppedTotal() != n {
+		t.Errorf("closed peer: %d packets sent to a closed peer: tx_packets grew by %d, tx_dropped by %d; want them to add up to %d",
+			n, d.TxPackets, d.TxDroppedTotal(), n)
 	}
 }
