@@ -104,17 +104,12 @@ func (b *Buff) releaseSlow(r Recycler) *Shared {
 		b.shClean = false
 		return nil
 	}
-	if d := s.destructor; d != nil {
-		// b is the data's last user: the destructor sees it live.
-		s.destructor = nil
-		b.state = stateDying
-		d(b)
+	if s.hasExtra() {
+		// b is the data's last user, still live for the destructor.
+		releaseShared(b, s, r)
 	}
 	b.state = stateFree
 	b.shClean = false
-	if s.hot.nrFrags != 0 || s.fragList != nil {
-		releaseShared(b, s, r)
-	}
 	return s
 }
 
@@ -122,9 +117,9 @@ func (b *Buff) releaseSlow(r Recycler) *Shared {
 // frees the frag list of s, whose last user was b.
 func releaseShared(b *Buff, s *Shared, r Recycler) {
 	if d := s.destructor; d != nil {
-		// b reallocates its data and held the old block's last
-		// reference (dropData): the destructor sees it as Free's does,
-		// and b's state comes back after.
+		// The destructor sees b dying (Free, Clone and reallocation
+		// panic); b's state comes back after, for the caller: Release
+		// marks it free, a reallocation (dropData) goes on with it.
 		s.destructor = nil
 		st := b.state
 		b.state = stateDying
