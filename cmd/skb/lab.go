@@ -607,11 +607,9 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 			if kill == nil {
 				kill = time.AfterFunc(labKillAfter, func() {
 					killed.Store(true)
-					// CMD's children too, found before CMD goes (its
-					// orphans would then be init's): a shell that
-					// ignores the signal leaves its command running.
-					killDescendants(c.Process.Pid)
-					c.Process.Kill()
+					// CMD's children too: a shell that ignores the
+					// signal leaves its command running.
+					killTree(c.Process)
 					signalInside(syscall.SIGKILL)
 				})
 			}

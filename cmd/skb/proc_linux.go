@@ -21,11 +21,15 @@ func setPdeathsig(c *exec.Cmd) {
 	c.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
-// killDescendants sends SIGKILL to the processes descending from pid
-// (descendants), not to pid itself.
-func killDescendants(pid int) {
-	for _, p := range descendants(pid) {
-		syscall.Kill(p, syscall.SIGKILL)
+// killTree sends SIGKILL to p and to the processes descending from it
+// (descendants), found first (once p is gone, its orphans are init's) and
+// killed after p: a shell whose command died first could go on to its
+// next command and exit with that one's status, not the kill's.
+func killTree(p *os.Process) {
+	pids := descendants(p.Pid)
+	p.Kill()
+	for _, d := range pids {
+		syscall.Kill(d, syscall.SIGKILL)
 	}
 }
 
