@@ -599,6 +599,7 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 	}
 	var kill *time.Timer
 	var killed atomic.Bool
+	killDone := make(chan struct{})
 	for {
 		select {
 		case s := <-sigs:
@@ -606,6 +607,7 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 			signalInside(s.(syscall.Signal))
 			if kill == nil {
 				kill = time.AfterFunc(labKillAfter, func() {
+					defer close(killDone)
 					killed.Store(true)
 					// CMD's children too: a shell that ignores the
 					// signal leaves its command running.
@@ -614,8 +616,10 @@ func labExec(side string, o lab.Options, temp bool, argv []string) (code int, er
 				})
 			}
 		case werr := <-done:
-			if kill != nil {
-				kill.Stop()
+			// A kill under way ends before skb does: CMD dies first,
+			// and its descendants are killed after that.
+			if kill != nil && !kill.Stop() {
+				<-killDone
 			}
 			var ee *exec.ExitError
 			if werr != nil && !errors.As(werr, &ee) {

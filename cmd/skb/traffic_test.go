@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -29,22 +30,29 @@ import (
 	"github.com/skbdev/skb/traffic"
 )
 
-// freePorts returns the first of n consecutive UDP ports free on 127.0.0.1.
+// freePorts returns the first of n consecutive UDP ports free on 127.0.0.1,
+// drawn below the kernel's ephemeral range (ip_local_port_range, ip-sysctl):
+// a socket another test binds to port 0 between this check and the run
+// cannot take one of them.
 func freePorts(t *testing.T, n int) int {
 	t.Helper()
-	for range 50 {
-		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v-n > 10000 {
+				low = v
+			}
 		}
-		base := c.LocalAddr().(*net.UDPAddr).Port
-		conns := []net.PacketConn{c}
-		for i := 1; i < n; i++ {
-			ci, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", base+i))
+	}
+	for range 50 {
+		base := 10000 + rand.IntN(low-n-10000)
+		conns := make([]net.PacketConn, 0, n)
+		for i := range n {
+			c, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", base+i))
 			if err != nil {
 				break
 			}
-			conns = append(conns, ci)
+			conns = append(conns, c)
 		}
 		for _, c := range conns {
 			c.Close()
@@ -53,7 +61,7 @@ func freePorts(t *testing.T, n int) int {
 			return base
 		}
 	}
-	t.Fatalf("no %d consecutive free UDP ports", n)
+	t.Fatalf("no %d consecutive free UDP ports below %d", n, low)
 	return 0
 }
 
