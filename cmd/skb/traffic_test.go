@@ -68,8 +68,27 @@ func freePorts(t *testing.T, n int) int {
 // bg is a command running in the background.
 type bg struct {
 	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
+	stdout, stderr lockedBuffer
 	done           chan error
+}
+
+// lockedBuffer is a bytes.Buffer that a test may read while the command
+// writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startBg(t *testing.T, cmd *exec.Cmd) *bg {
@@ -103,7 +122,7 @@ func (b *bg) bound(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	local := fmt.Sprintf(":%04X ", port)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		for _, f := range []string{"udp", "udp6"} {
 			tab, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", b.cmd.Process.Pid, f))
@@ -120,9 +139,26 @@ func (b *bg) bound(t *testing.T, addr string) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%v did not bind %s in 5s\nstderr: %s", b.cmd.Args, addr, b.stderr.String())
+			t.Fatalf("%v did not bind %s in 10s\nstderr: %s", b.cmd.Args, addr, b.stderr.String())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// printed waits until the command's stdout holds want, and fails the
+// test when the command exits first or 10 s pass.
+func (b *bg) printed(t *testing.T, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(b.stdout.String(), want); time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-b.done:
+			b.done <- err
+			t.Fatalf("%v exited before printing %q: %v\nstderr: %s", b.cmd.Args, want, err, b.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v did not print %q in 10s\nstderr: %s", b.cmd.Args, want, b.stderr.String())
+		}
 	}
 }
 
@@ -919,7 +955,7 @@ func TestLinkLayerCLI(t *testing.T) {
 		// that the server would count as a request it did not answer.
 		srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9100",
 			"-t", "20s", "--count", "55"))
-		time.Sleep(500 * time.Millisecond)
+		srv.bound(t, "198.18.0.2:9100")
 		_, r := ndjson(t, run(&l.A, "pingpong", "--dev", devA, "--connect", "198.18.0.2:9100", "--src", "198.18.0.1:4322",
 			"-n", "50", "--timeout", "5s", "-t", "20s", "--json"))
 		_, sr := ndjson(t, srv.wait(t))
@@ -931,7 +967,7 @@ func TestLinkLayerCLI(t *testing.T) {
 		// Both sides wait in poll(2) without --busy-poll (pingWait).
 		srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--json", "--dev", "afxdp:"+l.B.Ifname, "--listen", "198.18.0.2:9100",
 			"-t", "20s", "--count", "220"))
-		time.Sleep(500 * time.Millisecond)
+		srv.bound(t, "198.18.0.2:9100")
 		_, r := ndjson(t, run(&l.A, "pingpong", "--dev", "afxdp:"+l.A.Ifname, "--connect", "198.18.0.2:9100", "--src", "198.18.0.1:4323",
 			"-n", "200", "--timeout", "5s", "-t", "20s", "--json"))
 		_, sr := ndjson(t, srv.wait(t))
@@ -944,8 +980,8 @@ func TestLinkLayerCLI(t *testing.T) {
 		// a server on --listen 198.18.0.2 leaves them unanswered, counted
 		// as other frames, and the client gets no reply.
 		srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--json", "--dev", "afpacket:"+l.B.Ifname, "--listen", "198.18.0.2:9100",
-			"-t", "1.5s"))
-		time.Sleep(500 * time.Millisecond)
+			"-t", "20s"))
+		srv.bound(t, "198.18.0.2:9100")
 		c := l.A.Cmd(bin, "pingpong", "--dev", devA, "--connect", "198.18.0.3:9100", "--dst-mac", lab.MACB.String(),
 			"--src", "198.18.0.1:4324", "-n", "5", "--warmup", "-1", "--timeout", "300ms", "-t", "5s")
 		var e bytes.Buffer
@@ -953,7 +989,15 @@ func TestLinkLayerCLI(t *testing.T) {
 		if err := c.Run(); err == nil || !strings.Contains(e.String(), "no reply from 198.18.0.3:9100") {
 			t.Errorf("client: %v, %q; want no reply", err, e.String())
 		}
-		_, sr := ndjson(t, srv.wait(t))
+		// Ended by SIGINT, the server still prints its result.
+		srv.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case err := <-srv.done:
+			srv.done <- err
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server did not end on SIGINT")
+		}
+		_, sr := ndjson(t, srv.stdout.String())
 		if num(sr, "echoed") != 0 || num(sr, "other") == 0 {
 			t.Errorf("server %v: want nothing echoed, the request counted as other", sr)
 		}
@@ -976,7 +1020,7 @@ func TestLinkLayerCLI(t *testing.T) {
 		t.Run("pingpong udp to "+kind+" server", func(t *testing.T) {
 			srv := startBg(t, l.B.Cmd(bin, "pingpong", "--server", "--dev", kind+":"+l.B.Ifname, "--listen", "198.18.0.2:9100",
 				"-t", "20s", "--count", "220"))
-			time.Sleep(500 * time.Millisecond)
+			srv.bound(t, "198.18.0.2:9100")
 			_, r := ndjson(t, run(&l.A, "pingpong", "--connect", "198.18.0.2:9100", "-n", "200", "--timeout", "5s", "-t", "20s", "--json"))
 			srv.wait(t)
 			if num(r, "iters") != 200 {
@@ -1407,25 +1451,26 @@ func TestLinkGoneOrDown(t *testing.T) {
 	for _, dev := range []string{"afpacket", "afxdp", "afpacket --spin", "afxdp --spin"} {
 		l := labtest.New(t, lab.Options{})
 		d, spin, _ := strings.Cut(dev, " ")
-		cmd, stderr := sinkOnB(l, bin, d+":"+l.B.Ifname, "10s")
+		cmd, _ := sinkOnB(l, bin, d+":"+l.B.Ifname, "10s")
 		if spin != "" {
 			cmd.Args = append(cmd.Args, spin) // a spinning sink calls no Wait
 		}
-		removed := startThenRemove(t, cmd, &l.B, 300*time.Millisecond)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		// The sink holds its port once its device is open.
+		b := startBg(t, cmd)
+		b.bound(t, "198.18.0.2:9000")
+		removed := removeLink(t, &l.B)
 		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(stderr.String(), "no such device") && !strings.Contains(stderr.String(), "network is down") {
-				t.Errorf("%s sink on a removed interface: %v, stderr %q; want an error saying so", dev, err, stderr.String())
+		case err := <-b.done:
+			b.done <- err
+			stderr := b.stderr.String()
+			if err == nil || !strings.Contains(stderr, "no such device") && !strings.Contains(stderr, "network is down") {
+				t.Errorf("%s sink on a removed interface: %v, stderr %q; want an error saying so", dev, err, stderr)
 			}
 			if el := time.Since(removed); el > 2*time.Second {
 				t.Errorf("%s sink ended %v after its interface was removed", dev, el)
 			}
 		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Errorf("%s sink still running 5 s after its interface was removed; stderr %q", dev, stderr.String())
+			t.Errorf("%s sink still running 5 s after its interface was removed; stderr %q", dev, b.stderr.String())
 		}
 		l.Close()
 	}
@@ -1468,14 +1513,22 @@ func TestPktgenInterfaceRemoved(t *testing.T) {
 	for _, dev := range []string{"afxdp", "afpacket"} {
 		l := labtest.New(t, lab.Options{})
 		cmd := l.A.Cmd(bin, "pktgen", "--dev", dev+":"+l.A.Ifname, "--dst", "198.18.0.2:9000", "-r", "20000", "-b", "64", "-t", "20s", "--json")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		removed := startThenRemove(t, cmd, &l.A, 500*time.Millisecond)
-		err := cmd.Wait()
+		// Sending once its first second is out.
+		b := startBg(t, cmd)
+		b.printed(t, `"type":"interval"`)
+		removed := removeLink(t, &l.A)
+		var err error
+		select {
+		case err = <-b.done:
+			b.done <- err
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s pktgen still running 15 s after its interface was removed; stderr %q", dev, b.stderr.String())
+		}
+		stderr := &b.stderr
 		if el := time.Since(removed); err == nil || el > 10*time.Second || !strings.Contains(stderr.String(), "every send fails") {
 			t.Errorf("%s pktgen on a removed interface: %v after %v, stderr %q; want every send fails within 10 s", dev, err, el, stderr.String())
 		}
-		_, r := ndjson(t, stdout.String())
+		_, r := ndjson(t, b.stdout.String())
 		sent, errs, queued := num(r, "packets"), num(r, "errors"), num(r, "queued")
 		if held := queued - sent - errs; held > 0 && !strings.Contains(stderr.String(), fmt.Sprintf("%d of the %d packets queued were neither sent nor counted as errors", int(held), int(queued))) {
 			t.Errorf("%s: %v queued, %v sent, %v errors; stderr %q does not say where the rest are", dev, queued, sent, errs, stderr.String())
@@ -1524,17 +1577,11 @@ func TestXDPQueueWarning(t *testing.T) {
 	}
 }
 
-// startThenRemove starts cmd, removes h's veth end after, and returns when
-// it did; it kills cmd and fails the test when either fails.
-func startThenRemove(t *testing.T, cmd *exec.Cmd, h *lab.Host, after time.Duration) time.Time {
+// removeLink removes h's veth end and returns when it did; it fails the
+// test when ip(8) fails.
+func removeLink(t *testing.T, h *lab.Host) time.Time {
 	t.Helper()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(after)
 	if out, err := exec.Command("ip", "-n", h.NSName, "link", "del", h.Ifname).CombinedOutput(); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
 		t.Fatalf("ip link del: %v: %s", err, out)
 	}
 	return time.Now()
@@ -1598,7 +1645,7 @@ sendp(frames, iface=%q)
 		{"afxdp:" + l.B.Ifname, 5, 3},
 	} {
 		cmd := l.B.Cmd(bin, "sink", "--dev", tc.dev, "--listen", "198.18.0.2:9000", "-t", "20s", "--idle", "1s", "--json")
-		r, stderr, err := afterScapy(t, cmd, l.A.Cmd(py, "-c", script))
+		r, stderr, err := afterScapy(t, cmd, "198.18.0.2:9000", l.A.Cmd(py, "-c", script))
 		if err != nil || r == nil || num(r, "packets") != tc.packets || num(r, "other") != tc.other || num(r, "unstamped") != 0 {
 			t.Errorf("%s: %v, stderr %q, result %v; want %v packets, %v other, none unstamped", tc.dev, err, stderr, r, tc.packets, tc.other)
 		}
@@ -1626,30 +1673,30 @@ subprocess.run(["ip", "addr", "add", "198.18.0.9/32", "dev", "lo"], check=True)
 time.sleep(0.2)
 send(IP(src="198.18.0.9", dst="198.18.0.9")/UDP(sport=9500, dport=9500)/Raw(bytes(64)))
 `
-	r, stderr, err := afterScapy(t, srv, l.B.Cmd(py, "-c", script))
+	r, stderr, err := afterScapy(t, srv, "0.0.0.0:9500", l.B.Cmd(py, "-c", script))
 	if err != nil || r == nil || num(r, "echoed") != 0 || num(r, "other") != 2 {
 		t.Errorf("server: %v, stderr %q, result %v; want nothing echoed, 2 other", err, stderr, r)
 	}
 }
 
-// afterScapy starts cmd (an skb command with --json), gives it half a
-// second to open its device, runs the scapy command crafter, then waits
-// for cmd to end and returns its result object, its standard error and
-// its error.
-func afterScapy(t *testing.T, cmd, crafter *exec.Cmd) (map[string]any, string, error) {
+// afterScapy starts cmd (an skb command with --json), waits until it
+// holds addr's port (once its device is open), runs the scapy command
+// crafter, then waits for cmd to end and returns its result object, its
+// standard error and its error.
+func afterScapy(t *testing.T, cmd *exec.Cmd, addr string, crafter *exec.Cmd) (map[string]any, string, error) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
+	b := startBg(t, cmd)
+	b.bound(t, addr)
 	if out, err := crafter.CombinedOutput(); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
 		t.Fatalf("scapy: %v\n%s", err, out)
 	}
-	err := cmd.Wait()
-	_, r := ndjson(t, stdout.String())
-	return r, stderr.String(), err
+	var err error
+	select {
+	case err = <-b.done:
+		b.done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%v did not exit", cmd.Args)
+	}
+	_, r := ndjson(t, b.stdout.String())
+	return r, b.stderr.String(), err
 }
