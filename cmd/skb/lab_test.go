@@ -246,19 +246,24 @@ func TestLabThreadedKept(t *testing.T) {
 	mustSkb(t, "lab", "up", "--name", name)
 	// An AF_XDP sink on B gives the veth NAPI while it runs.
 	sink := exec.Command(buildSkb(t), "lab", "exec", "b", "--name", name, "--",
-		buildSkb(t), "sink", "--dev", "afxdp:"+name+"B0", "--listen", "198.18.0.2:9000", "--duration", "1s")
+		buildSkb(t), "sink", "--dev", "afxdp:"+name+"B0", "--listen", "198.18.0.2:9000", "--duration", "30s")
 	var serr bytes.Buffer
 	sink.Stderr = &serr
 	if err := sink.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer sink.Process.Kill()
+	// Until the sink has its device open (however long a loaded machine
+	// takes to start it), then the sink is stopped.
 	on := false
-	for deadline := time.Now().Add(800 * time.Millisecond); !on && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !on && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		_, _, code := skb(t, "lab", "threaded", "on", "--name", name)
 		on = code == 0
 	}
-	if err := sink.Wait(); err != nil {
-		t.Fatalf("sink: %v: %s", err, serr.String())
+	sink.Process.Signal(syscall.SIGINT)
+	waitExit(t, sink, 10*time.Second)
+	if code := sink.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("sink: exit %d, want 130 (SIGINT): %s", code, serr.String())
 	}
 	if !on {
 		t.Fatal("threaded on never succeeded while the AF_XDP sink ran")
@@ -406,9 +411,27 @@ func TestLabExecKillsChildren(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGKILL) || !strings.Contains(stderr.String(), "sh did not end within 5s of the signal: killed") {
 		t.Errorf("exit code %d, want %d (the shell killed, and said so); stderr: %s", code, 128+int(syscall.SIGKILL), stderr.String())
 	}
-	time.Sleep(100 * time.Millisecond)
-	if left := pids(); left != "" {
-		t.Errorf("processes left in %sB: %s", name, left)
+	// Killed; their exit may take a moment more.
+	for deadline := time.Now().Add(5 * time.Second); pids() != ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("processes left in %sB 5 s after skb exited: %s", name, pids())
+			break
+		}
+	}
+}
+
+// waitGone waits up to d for process pid to be gone, or a zombie not yet
+// reaped by its new parent; it returns its last /proc/PID/stat and
+// whether it went.
+func waitGone(pid int, d time.Duration) (string, bool) {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return "", true
+		}
+		if time.Now().After(deadline) {
+			return string(stat), false
+		}
 	}
 }
 
@@ -471,10 +494,8 @@ func TestLabExecTempChildren(t *testing.T) {
 				t.Errorf("exit code %d, want %d; stderr: %s", code, tc.code, stderr.String())
 			}
 			for _, pid := range pids {
-				// Gone, or a zombie not yet reaped by init.
-				stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-				if err == nil && !strings.Contains(string(stat), ") Z ") {
-					t.Errorf("pid %d, started inside the lab, still runs after skb exited: %s", pid, stat)
+				if stat, gone := waitGone(pid, 5*time.Second); !gone {
+					t.Errorf("pid %d, started inside the lab, still runs 5 s after skb exited: %s", pid, stat)
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
