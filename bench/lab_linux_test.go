@@ -79,7 +79,11 @@ func TestProcRun(t *testing.T) {
 			t.Errorf("%s is %v; want a positive figure (sample %v)", m.Name, s[m.Name], s)
 		}
 	}
-	if s[mRxPPS.Name] > 1.05*s[mTxPPS.Name] {
+	// The two rates span different windows (the sink's from its first
+	// packet to its last, pktgen's its whole run), so a stall at either
+	// end of 300 ms moves them apart: the bound catches a count of each
+	// packet twice, not that.
+	if s[mRxPPS.Name] > 1.5*s[mTxPPS.Name] {
 		t.Errorf("rx pps %.0f above tx pps %.0f", s[mRxPPS.Name], s[mTxPPS.Name])
 	}
 	// Threaded NAPI is off again: the variants after this one run as they

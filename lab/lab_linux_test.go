@@ -592,6 +592,8 @@ func TestNameTaken(t *testing.T) {
 
 func TestOpenReleaseRemove(t *testing.T) {
 	labtest.RequireRoot(t)
+	// Records of its own: Cleanup below sees no other package's labs.
+	t.Setenv(lab.RecordDirEnv, t.TempDir())
 	name := fmt.Sprintf("skbo%d", os.Getpid()%100000)
 	l, err := lab.New(lab.Options{Name: name, Persist: true, MTU: 4000})
 	if err != nil {
@@ -671,6 +673,9 @@ func TestChildProcess(t *testing.T) {
 
 func TestCleanupStale(t *testing.T) {
 	labtest.RequireRoot(t)
+	// Records of their own (the child's too): another package's tests,
+	// which clean up stale labs as they start, do not see this one.
+	t.Setenv(lab.RecordDirEnv, t.TempDir())
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$")
 	cmd.Env = append(os.Environ(), "SKB_LAB_CHILD=make-and-hang")
 	stdout, err := cmd.StdoutPipe()

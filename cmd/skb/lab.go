@@ -112,10 +112,11 @@ func labUpCmd() *cobra.Command {
 			o.Persist = true
 			// A signal while the lab is being made waits for lab.New,
 			// which then leaves no half-made lab, and removes the lab.
+			// One after that is absorbed (the handler stays until skb
+			// exits): the lab is made, and is printed, and stays.
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 			l, err := lab.New(o)
-			signal.Stop(sigs)
 			select {
 			case sig := <-sigs:
 				if err == nil {

@@ -73,6 +73,15 @@ func TestReadmeLab(t *testing.T) {
 		} {
 			l = strings.ReplaceAll(l, r[0], r[1])
 		}
+		// The README's pauses, made to fit a loaded machine: until the
+		// sink holds its port (9000, 2328 in /proc/net/udp) in B, and
+		// for the last frames to reach it before the kill.
+		if strings.HasPrefix(l, "sleep 1 ") {
+			l = "for i in $(seq 500); do ip netns exec " + name + "B grep -q ':2328 ' /proc/net/udp && break; sleep 0.02; done"
+		}
+		if strings.HasPrefix(l, "kill %1") {
+			l = "sleep 0.5; " + l
+		}
 		if strings.Contains(l, "skb pktgen ") {
 			cmd, comment, _ := strings.Cut(l, " #")
 			l = cmd + " -t 1s -r 20000"

@@ -1155,7 +1155,10 @@ func TestRxRingCountedAtClose(t *testing.T) {
 	if err := b.Wait(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond) // the rest of the hundred
+	// The rest of the hundred, in the rx ring.
+	for deadline := time.Now().Add(5 * time.Second); b.sock.RX.Pending() < 100 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

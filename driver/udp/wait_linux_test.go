@@ -137,8 +137,11 @@ func TestWaitPrecise(t *testing.T) {
 				t.Fatalf("a fresh device's Wait(1ms): %v, %d of %d slots posted; want ErrTimeout, all", err, rx.rx.posted, len(rx.rx.bufs))
 			}
 			for _, timeout := range []time.Duration{time.Microsecond, time.Millisecond, 3 * time.Millisecond, 3*tick + 500*time.Microsecond, 20 * time.Millisecond} {
-				fastest := time.Hour
-				for range 8 {
+				// Up to twenty tries, ended by the first in time: late by
+				// the code, every one is; late by a loaded machine's
+				// stalls, only some.
+				fastest, tries := time.Hour, 0
+				for ; tries < 20 && fastest > timeout+3*time.Millisecond; tries++ {
 					start := time.Now()
 					err := rx.Wait(timeout)
 					el := time.Since(start)
@@ -151,7 +154,7 @@ func TestWaitPrecise(t *testing.T) {
 					fastest = min(fastest, el)
 				}
 				if fastest > timeout+3*time.Millisecond {
-					t.Errorf("Wait(%v): the fastest of eight returned after %v (the kernel's tick is %v)", timeout, fastest, tick)
+					t.Errorf("Wait(%v): the fastest of %d returned after %v (the kernel's tick is %v)", timeout, tries, fastest, tick)
 				}
 			}
 

@@ -101,6 +101,11 @@ func (r *ConsRing) Peek(max uint32) uint32 {
 	return min(n, max)
 }
 
+// Pending returns how many entries the kernel has produced past the
+// private consumer, loading its producer now (acquire) whatever Peek last
+// saw; it changes nothing.
+func (r *ConsRing) Pending() uint32 { return atomic.LoadUint32(r.producer) - r.cons }
+
 // Index returns the slot of the k-th entry after the private consumer.
 func (r *ConsRing) Index(k uint32) uint32 { return (r.cons + k) & r.mask }
 

@@ -85,6 +85,9 @@ func TestConsRingWrap(t *testing.T) {
 			next++
 		}
 		*prod = next
+		if n := c.Pending(); n != 3 {
+			t.Fatalf("round %d: pending %d, want 3", round, n)
+		}
 		n := c.Peek(2)
 		if n != 2 {
 			t.Fatalf("round %d: peek %d, want 2", round, n)
@@ -100,6 +103,9 @@ func TestConsRingWrap(t *testing.T) {
 			t.Fatalf("published consumer %d, private %d", *cons, c.cons)
 		}
 		// The rest is ready without loading the producer again.
+		if n := c.Pending(); n != 1 {
+			t.Fatalf("round %d: pending %d after 2 taken, want 1", round, n)
+		}
 		if n := c.Peek(size); n != 1 {
 			t.Fatalf("round %d: %d left, want 1", round, n)
 		}
