@@ -66,22 +66,26 @@ func (c *Cache) Headroom() int { return c.headroom }
 const classTableMax = 4096
 
 // class returns the index of the smallest class of at least n bytes, or ncls.
+// Up to classTableMax the table gives the class for the step's smallest size,
+// and the walk moves past the ones a class boundary inside the step leaves
+// too small (none, for class sizes that are multiples of 32).
 func (c *Cache) class(n uint) int {
-	if n <= classTableMax {
-		return int(c.classTab[(n+31)>>5])
-	}
 	i := 0
+	if n <= classTableMax {
+		i = int(c.classTab[(n+31)>>5])
+	}
 	for i < c.ncls && n > uint(c.cls[i].blockSize) {
 		i++
 	}
 	return i
 }
 
-// fillClassTab precomputes class for every size up to classTableMax in steps
-// of 32 bytes.
+// fillClassTab precomputes, for each step of 32 bytes up to classTableMax
+// (sizes 32k-31 to 32k for entry k), the smallest class that holds the
+// step's smallest size.
 func (c *Cache) fillClassTab() {
 	for k := range c.classTab {
-		n, i := uint(k)<<5, 0
+		n, i := max(uint(k)<<5, 31)-31, 0
 		for i < c.ncls && n > uint(c.cls[i].blockSize) {
 			i++
 		}

@@ -72,7 +72,9 @@ func (p *Pool) leakError() error {
 				msg += fmt.Sprintf("\n... and %d more", len(live)-show)
 				break
 			}
-			msg += fmt.Sprintf("\nbuffer %p len %d allocated at:\n%s", l.Buff, l.Buff.Len(), l.Site)
+			// Only the pointer: the buffer is its holder's, who may be
+			// using it on another goroutine.
+			msg += fmt.Sprintf("\nbuffer %p allocated at:\n%s", l.Buff, l.Site)
 		}
 	} else if p.dbg == nil {
 		msg += " (Config.Debug shows where they were allocated)"

@@ -119,6 +119,7 @@ type Pool struct {
 	hdrs     hdrDepot
 	dbg      *debugState
 
+	closeMu    sync.Mutex // held through Close
 	mu         sync.Mutex // guards caches, closed, arenas of every depot
 	caches     []*Cache
 	closed     bool
@@ -399,13 +400,11 @@ func (p *Pool) Alloc(size int) (*skb.Buff, error) {
 	}
 	// The sum saturates at MaxInt, which no class holds, so that a size near
 	// MaxInt is too big rather than wrapping round to a small one.
-	b, ci, err := p.takeOne(min(size, math.MaxInt-p.headroom) + p.headroom)
+	b, err := p.takeOne(min(size, math.MaxInt-p.headroom)+p.headroom, true)
 	if err != nil {
 		return nil, err
 	}
 	b.Reuse(p.headroom)
-	p.direct[ci].allocs.Add(1)
-	p.directHdr.allocs.Add(1)
 	if p.dbg != nil {
 		p.dbg.alloc(b, 2)
 	}
@@ -413,20 +412,36 @@ func (p *Pool) Alloc(size int) (*skb.Buff, error) {
 }
 
 // takeOne takes one free block (with its header) of at least size bytes.
-func (p *Pool) takeOne(size int) (*skb.Buff, int, error) {
-	if p.shut.Load() {
-		return nil, 0, ErrClosed
-	}
+// It counts the allocation (the header's
+// too when hdr) before it checks that the pool is open, and takes the
+// counts back on failure: a Close that runs meanwhile either sees the
+// count, and keeps the arenas mapped for a buffer in flight, or this sees
+// the pool shut (sync/atomic's operations are sequentially consistent).
+func (p *Pool) takeOne(size int, hdr bool) (*skb.Buff, error) {
 	ci := p.classFor(size)
 	if ci < 0 {
-		return nil, 0, ErrTooBig
+		if p.shut.Load() {
+			return nil, ErrClosed
+		}
+		return nil, ErrTooBig
 	}
-	var one [1]*skb.Buff
-	got, err := p.take(p.classes[ci], one[:0], 1)
-	if err != nil {
-		return nil, 0, err
+	p.direct[ci].allocs.Add(1)
+	if hdr {
+		p.directHdr.allocs.Add(1)
 	}
-	return got[0], ci, nil
+	err := ErrClosed
+	if !p.shut.Load() {
+		var one [1]*skb.Buff
+		var got []*skb.Buff
+		if got, err = p.take(p.classes[ci], one[:0], 1); err == nil {
+			return got[0], nil
+		}
+	}
+	p.direct[ci].allocs.Add(^uint64(0))
+	if hdr {
+		p.directHdr.allocs.Add(^uint64(0))
+	}
+	return nil, err
 }
 
 // AllocShared returns a data block of at least size bytes, reset with dataref
@@ -438,14 +453,13 @@ func (p *Pool) AllocShared(size int) (*skb.Shared, error) {
 	if size < 0 {
 		panic(fmt.Sprintf("pool: alloc of %d bytes", size))
 	}
-	h, ci, err := p.takeOne(size)
+	h, err := p.takeOne(size, false)
 	if err != nil {
 		return nil, err
 	}
 	s := h.Detach()
 	p.hdrs.give([]*skb.Buff{h})
 	s.Reset()
-	p.direct[ci].allocs.Add(1)
 	return s, nil
 }
 
@@ -477,12 +491,14 @@ func (p *Pool) recyclePair(h *skb.Buff) {
 // concurrent use. The caller owns it and must build or clone into it, or
 // recycle it. It returns ErrClosed after Close.
 func (p *Pool) AllocBuff() (*skb.Buff, error) {
+	// Counted first, as takeOne does.
+	p.directHdr.allocs.Add(1)
 	if p.shut.Load() {
+		p.directHdr.allocs.Add(^uint64(0))
 		return nil, ErrClosed
 	}
 	var one [1]*skb.Buff
 	b := p.hdrs.take(one[:0], 1)[0]
-	p.directHdr.allocs.Add(1)
 	if p.dbg != nil {
 		p.dbg.alloc(b, 2)
 	}
@@ -552,6 +568,9 @@ func (p *Pool) NewCache() *Cache {
 // them still holds would point into unmapped memory. After a Close that
 // unmapped the arenas it returns ErrClosed.
 func (p *Pool) Close() error {
+	// One Close at a time: a second waits and then finds the pool closed.
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
 	p.mu.Lock()
 	if p.unmapped {
 		p.mu.Unlock()
