@@ -162,7 +162,7 @@ func TestListeningPort(t *testing.T) {
 	for _, tc := range []struct {
 		script, port, err string
 	}{
-		{"echo 'pingpong: listening on 0.0.0.0:40123' >&2; exec sleep 5", "40123", ""},
+		{"echo 'skb: pingpong: listening on 0.0.0.0:40123' >&2; exec sleep 5", "40123", ""},
 		{"echo 'pingpong: --listen: in use' >&2; exit 1", "", "exited before it was bound: pingpong: --listen: in use"},
 	} {
 		p, err := e.startProc(context.Background(), NoPin, nil, "fake server", "/bin/sh", "-c", tc.script)

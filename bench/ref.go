@@ -196,7 +196,7 @@ func (p *cProc) waitStderr(s string, timeout time.Duration) bool {
 	return false
 }
 
-// listeningPort waits for the line "pingpong: listening on ADDR:PORT" that
+// listeningPort waits for the line "skb: pingpong: listening on ADDR:PORT" that
 // an skb server given port 0 prints on stderr once bound, and returns the
 // port; or an error with p's output when p exits first or timeout passes.
 func listeningPort(p *cProc, timeout time.Duration) (string, error) {

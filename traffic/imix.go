@@ -52,7 +52,7 @@ func ParseIMIX(s string) ([]IMIXEntry, error) {
 			}
 		}
 		if err := checkIMIXEntry(e); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: imix %q: %v", ErrConfig, s, err)
 		}
 		total += e.Weight
 		if total > maxScheduleLen {
@@ -63,12 +63,14 @@ func ParseIMIX(s string) ([]IMIXEntry, error) {
 	return mix, nil
 }
 
+// checkIMIXEntry says why e cannot be an entry of a mix (a size under the
+// stamp, a weight out of range), without the mix's name, or returns nil.
 func checkIMIXEntry(e IMIXEntry) error {
 	switch {
 	case e.Size < StampLen:
-		return fmt.Errorf("%w: imix size %d is below %d bytes (the stamp)", ErrConfig, e.Size, StampLen)
+		return fmt.Errorf("size %d is below %d bytes (the stamp)", e.Size, StampLen)
 	case e.Weight < 1 || e.Weight > maxScheduleLen:
-		return fmt.Errorf("%w: imix weight %d is not between 1 and %d", ErrConfig, e.Weight, maxScheduleLen)
+		return fmt.Errorf("weight %d is not between 1 and %d", e.Weight, maxScheduleLen)
 	}
 	return nil
 }

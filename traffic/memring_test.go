@@ -693,6 +693,26 @@ func TestPingPongLateCounted(t *testing.T) {
 	}
 }
 
+// TestPingPongLateDuplicated has a server that sends every reply twice
+// and answers its first request 300 ms late: the first request is lost,
+// its reply late once (not once per copy), and the copies of the other
+// replies are stray, not late.
+func TestPingPongLateDuplicated(t *testing.T) {
+	a, b := pair(t, memring.Config{})
+	stop := answer(b, func(n int, x *skb.Buff) bool {
+		if n == 1 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		b.Xmit(b.Cache().Clone(x), true)
+		return true
+	})
+	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 20, Warmup: -1, Timeout: 200 * time.Millisecond})
+	stop()
+	if err != nil || r.Iters != 19 || r.Lost != 1 || r.Late != 1 || r.Stray < 20 {
+		t.Errorf("%+v, %v; want 19 round trips, 1 lost and late, 2 copies of the lost one's reply and one of each other stray", r, err)
+	}
+}
+
 // TestPingPongDurationBoundsWait checks that Duration ends a run while a
 // reply is awaited, not Duration plus Timeout: with nothing answering, and
 // with a server that stops answering after 50 requests. The request the
@@ -1062,6 +1082,41 @@ func TestPktgenRateLastBurst(t *testing.T) {
 	// Bursts of 64 at 0, 64, 128, 192 and 256 ms, the last cut to 44.
 	if r.Packets > 301 || r.Packets < 256 {
 		t.Errorf("%d packets in 300ms at 1000/s in bursts of 64: want at most 301 (320 uncut), at least 256", r.Packets)
+	}
+}
+
+// TestPktgenRateCount runs rate-limited generators that end by their
+// count: the run lasts until the rate has paid for the last burst (the
+// count over the rate), so its rate is the one asked for, not that of the
+// last burst's send alone; the duration still bounds it.
+func TestPktgenRateCount(t *testing.T) {
+	for _, tc := range []struct {
+		rate           float64
+		burst          int
+		count, packets uint64
+		duration, min  time.Duration
+	}{
+		{100, 64, 20, 20, time.Minute, 200 * time.Millisecond},           // one burst, cut to the count
+		{1000, 64, 64, 64, time.Minute, 64 * time.Millisecond},           // one whole burst
+		{100, 1, 10, 10, time.Minute, 100 * time.Millisecond},            // ten bursts of one
+		{10, 100, 50, 3, 300 * time.Millisecond, 300 * time.Millisecond}, // the duration first: cut to what it allows
+	} {
+		a, _ := pair(t, memring.Config{RingSize: 1024})
+		g, err := NewPktgen(a, PktgenConfig{Rate: tc.rate, Burst: tc.burst, Count: tc.count, Duration: tc.duration})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		r, err := g.Run(context.Background())
+		el := time.Since(t0)
+		g.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Packets != tc.packets || r.Seconds < tc.min.Seconds() || el < tc.min || r.PPS > tc.rate*1.01 {
+			t.Errorf("-r %v -b %d -n %d -t %v: %d packets in %.3f s (%v wall) = %.0f pps; want %d in %v or more, at most the rate",
+				tc.rate, tc.burst, tc.count, tc.duration, r.Packets, r.Seconds, el, r.PPS, tc.packets, tc.min)
+		}
 	}
 }
 

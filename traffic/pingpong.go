@@ -123,8 +123,8 @@ type PingPongResult struct {
 	// Lost counts requests that got no reply within Timeout (not
 	// measured); Late counts those of them whose reply came later: found
 	// by the Poll after the wait that timed out, or while a later request
-	// was awaited (a reply to an earlier request of the run, which a
-	// server answers once, also counted in Stray); Stray counts packets
+	// was awaited (then also counted in Stray), each once however many
+	// copies of it come, so Late <= Lost; Stray counts packets
 	// received that were not the awaited reply (replies to earlier
 	// requests, a reply of another length than its request, other
 	// traffic).
@@ -149,6 +149,11 @@ type pinger struct {
 	t0, t1   time.Duration // the measured request's Xmit and its reply's hand-over
 	stray    uint64
 	late     int // replies that came after their request's Timeout
+	// lostSeqs holds the requests counted lost whose reply has not come:
+	// one that comes later counts in late once, and leaves; a copy of a
+	// reply (a server or path that duplicates) is stray alone. Made at
+	// the first loss.
+	lostSeqs map[uint64]struct{}
 	scratch  [StampLen]byte
 	frame    header.Frame // the reply being examined, parsed in place
 	handler  netdev.Handler
@@ -303,8 +308,11 @@ func (p *pinger) handle(b *skb.Buff) {
 	} else {
 		p.stray++
 		if ok && st.Run == p.run && st.Seq < p.want && plen == p.size {
-			// The reply to a request given up on: late.
-			p.late++
+			if _, lost := p.lostSeqs[st.Seq]; lost {
+				// The reply to a request given up on: late.
+				p.late++
+				delete(p.lostSeqs, st.Seq)
+			}
 		}
 	}
 	p.cache.Free(b)
@@ -448,6 +456,11 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			res.Lost++
 			if p.got {
 				p.late++
+			} else {
+				if p.lostSeqs == nil {
+					p.lostSeqs = make(map[uint64]struct{})
+				}
+				p.lostSeqs[uint64(i)] = struct{}{}
 			}
 			if unanswered++; !replied && unanswered >= NoReplyTries {
 				runErr = noReply(unanswered, p.late, cfg.Timeout)

@@ -100,7 +100,10 @@ type PktgenConfig struct {
 	// Rate limits the packets per second (a token bucket ten milliseconds
 	// deep that sleeps, never spins, when ahead); 0 means no limit. A run
 	// of Duration D sends at most Rate x D packets (and one): its last
-	// burst is cut to what the bucket allows before D ends.
+	// burst is cut to what the bucket allows before D ends. A run that
+	// sends its Count first lasts until the bucket has paid for the last
+	// burst (Count / Rate seconds, within D): -r 10 -b 100 -n 50 takes
+	// 5 s, and its result's rate is the one asked for.
 	Rate float64
 
 	// Burst is the number of packets per doorbell: Xmit(b, true) for all
@@ -332,7 +335,7 @@ func (g *Pktgen) setup() error {
 	}
 	for _, e := range mix {
 		if err := checkIMIXEntry(e); err != nil {
-			return err
+			return fmt.Errorf("%w: imix: %v", ErrConfig, err)
 		}
 		if m := maxDatagram(cfg.Dst); !g.link && e.Size > m {
 			return bad("size %d is over %d bytes, the largest UDP payload", e.Size, m)
@@ -424,6 +427,34 @@ func (g *Pktgen) RunID() uint32 { return g.run }
 
 // Queued returns the packets handed to the device so far.
 func (g *Pktgen) Queued() uint64 { return g.queued }
+
+// waitPaid sleeps until paid (on the run's clock) or the run's duration,
+// whichever is first, ticking the interval lines that fall due meanwhile;
+// ctx's done ends it early.
+func (g *Pktgen) waitPaid(paid time.Duration, done <-chan struct{}) {
+	stop := min(paid, g.duration)
+	for now := g.clk.now(); now < stop; now = g.clk.now() {
+		wake := stop
+		if g.cfg.OnInterval != nil {
+			wake = min(wake, g.lastTick+g.interval)
+		}
+		if done != nil {
+			wake = min(wake, now+pacerSlice)
+		}
+		sleep(wake - now)
+		now = g.clk.now()
+		if g.cfg.OnInterval != nil && now-g.lastTick >= g.interval && now < stop {
+			g.tick(now)
+		}
+		if done != nil {
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	}
+}
 
 // remaining returns how many packets the count, and during Run's burst
 // its cut, still allow.
@@ -985,6 +1016,13 @@ loop:
 			g.xmitErrs++
 			g.note(err)
 		}
+	}
+	if pace.perPacket > 0 && g.remaining() == 0 && runErr == nil {
+		// A rate-limited run that sent its count ends when the bucket has
+		// paid for the last burst, or at the duration: -r 10 -b 100 -n 50
+		// takes 5 s, as 50 packets at 10 pps do, not the moment the burst
+		// went out.
+		g.waitPaid(pace.tat, done)
 	}
 	end := g.clk.now()
 	if g.cfg.OnInterval != nil && end > g.lastTick &&

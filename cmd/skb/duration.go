@@ -35,6 +35,11 @@ func (d *durationValue) Set(s string) error {
 		// ("2562048h").
 		return errDurationRange
 	}
+	if !secondsSyntax.MatchString(s) {
+		// Not decimal seconds: ParseFloat would take Go's other forms
+		// too ("1_0", "0x10", "Inf").
+		return errDuration
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) {
 		return errDuration
@@ -55,6 +60,10 @@ func (d *durationValue) Set(s string) error {
 
 // durationSyntax matches what time.ParseDuration takes, whatever its size.
 var durationSyntax = regexp.MustCompile(`^[-+]?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// secondsSyntax matches a bare number of seconds: decimal, with an
+// optional fraction and exponent ("10", "0.5", "1e-3").
+var secondsSyntax = regexp.MustCompile(`^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$`)
 
 // errDurationTiny is what a flag says of a number of seconds that rounds
 // to no time at all.

@@ -28,6 +28,8 @@ func TestDurationFlag(t *testing.T) {
 		{"9223372036.854775807", 0, false}, // 2^63 ns as a float: would wrap
 		{"9223372036", 9223372036 * time.Second, true},
 		{"10 s", 0, false},
+		{"1_0", 0, false},          // Go's digit separator: not a number a user writes
+		{"0x10", 0, false},         // nor a hexadecimal one
 		{"0.0000000001", 0, false}, // 0.1 ns: would pass as 0
 		{"-0.0000000001", 0, false},
 		{"0.000000001", time.Nanosecond, true},

@@ -82,7 +82,9 @@ A request without a reply within --timeout (default 1s, from its send to
 its reply's receipt) counts as lost, also when its reply comes later (a
 reply is waited for no longer than that, and one that comes later is in no
 round trip): the result's last line says how many ("lost" in --json; "late"
-those whose reply came later) and the run goes on,
+those whose reply came later, each once however many copies came; "stray"
+the packets received that were no awaited reply: copies, late replies, replies
+cut short or grown on the way, other programs') and the run goes on,
 exit status 0 as ping's with some replies; when its first 3 requests get
 no reply, the client fails. The round trips are measured over the replies
 that came.
@@ -158,6 +160,7 @@ type pingpongResultJSON struct {
 	Max         float64 `json:"max_us"`
 	Lost        int     `json:"lost"`
 	Late        int     `json:"late"`
+	Stray       uint64  `json:"stray"`
 	Size        int     `json:"size"`
 	BusyPoll    bool    `json:"busy_poll"`
 	Dev         string  `json:"dev"`
@@ -277,7 +280,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		dev = d
 		if listen.Port() == 0 {
 			listen = d.LocalAddr() // the result names the port the kernel picked
-			fmt.Fprintf(os.Stderr, "pingpong: listening on %v\n", listen)
+			fmt.Fprintf(os.Stderr, "skb: pingpong: listening on %v\n", listen)
 		}
 	} else {
 		if err := checkLinkListen("a pingpong server", spec, listen, cmd.Flags().Changed("listen")); err != nil {
@@ -470,9 +473,15 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			if i := strings.Index(what, traffic.ErrNoReply.Error()); i >= 0 {
 				what = what[i+len(traffic.ErrNoReply.Error()):]
 			}
-			if r.Late > 0 {
+			switch {
+			case r.Late > 0:
 				err = fmt.Errorf("pingpong: no reply from %v%s: give a longer --timeout", dst, what)
-			} else {
+			case r.Stray > 0:
+				// Something answers, but not with this run's requests
+				// whole: no missing server.
+				err = fmt.Errorf("pingpong: no reply from %v%s, but %d other %s came back (not a request of this run whole at --size %d bytes: cut short or grown on the way, or another program's)",
+					dst, what, r.Stray, plural(int(r.Stray), "packet", "packets"), o.size)
+			default:
 				err = fmt.Errorf("pingpong: no reply from %v%s: is `skb pingpong --server` running there?%s", dst, what, hint)
 			}
 		default:
@@ -543,7 +552,7 @@ func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec
 	cu, cs := cpuTimes()
 	j := pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
 		UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
-		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Late: r.Late, Size: r.Size, BusyPoll: o.busy,
+		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Late: r.Late, Stray: r.Stray, Size: r.Size, BusyPoll: o.busy,
 		Dev: spec.String(), Connect: dst.String(), stopInfo: si}
 	if runErr != nil {
 		j.Error = runErr.Error()
@@ -569,6 +578,10 @@ func noIters(o *pingpongOpts, lost int) error {
 	lostNote := ""
 	if lost > 0 {
 		lostNote = fmt.Sprintf(" (%d %s got no reply within %v)", lost, plural(lost, "request", "requests"), o.timeout)
+	}
+	if warm == 0 {
+		return fmt.Errorf("pingpong: no round trip measured: --duration %v ran out before the first round trip was done%s; give a longer --duration",
+			d, lostNote)
 	}
 	return fmt.Errorf("pingpong: no round trip measured: --duration %v ran out before the %d warm-up round trips (--warmup) and the first measured one were done%s; give a longer --duration or a smaller --warmup",
 		d, warm, lostNote)

@@ -499,7 +499,7 @@ func runSink(cmd *cobra.Command, f *devFlags, o *sinkOpts) error {
 			}
 			if listen.Port() == 0 {
 				listen = d.LocalAddr() // the result names the port the kernel picked (one flow: see above)
-				fmt.Fprintf(os.Stderr, "sink: listening on %v\n", listen)
+				fmt.Fprintf(os.Stderr, "skb: sink: listening on %v\n", listen)
 			}
 		}
 	} else {

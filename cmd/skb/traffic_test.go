@@ -220,7 +220,7 @@ func requireFields(t *testing.T, what string, obj map[string]any, fields ...stri
 var (
 	pktgenFields   = []string{"packets", "bytes", "seconds", "pps", "mbps", "errors", "doorbells"}
 	sinkFields     = []string{"packets", "pps", "mbps", "lost", "reordered", "kernel_drops"}
-	pingpongFields = []string{"iters", "bytes", "seconds", "mbps", "usec_per_iter", "p50_us", "p99_us", "p999_us", "lost", "late"}
+	pingpongFields = []string{"iters", "bytes", "seconds", "mbps", "usec_per_iter", "p50_us", "p99_us", "p999_us", "lost", "late", "stray"}
 )
 
 func num(m map[string]any, k string) uint64 { v, _ := m[k].(float64); return uint64(v) }
@@ -399,6 +399,35 @@ func TestPingPongServerLeaves(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPingPongCutReplies runs the client against an echo that answers
+// every request one byte short: no round trip, and the error says that
+// packets came back, not that no server runs there; the JSON counts them
+// in stray.
+func TestPingPongCutReplies(t *testing.T) {
+	c, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			c.WriteTo(buf[:max(n-1, 0)], from)
+		}
+	}()
+	addr := c.LocalAddr().String()
+	out, errOut, code := skb(t, "pingpong", "--connect", addr, "-n", "10", "--timeout", "100ms", "--json")
+	_, r := ndjson(t, out)
+	if code != 1 || !strings.Contains(errOut, "no reply from "+addr) || !strings.Contains(errOut, "other packets came back (not a request of this run whole at --size 64 bytes") ||
+		strings.Contains(errOut, "running there") || num(r, "stray") < 3 || num(r, "late") != 0 {
+		t.Errorf("exit %d, result %v, stderr %q; want exit 1, the cut replies said and counted in stray", code, r, errOut)
+	}
 }
 
 // TestPingPongFrom runs a server bound to the wildcard address with
@@ -593,7 +622,7 @@ func TestListenPortZero(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
 			t.Cleanup(func() { cmd.Process.Kill(); <-done })
-			re := regexp.MustCompile(`^` + tc.args[0] + `: listening on (127\.0\.0\.1:\d+)\n$`)
+			re := regexp.MustCompile(`^skb: ` + tc.args[0] + `: listening on (127\.0\.0\.1:\d+)\n$`)
 			var m []string
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 				// One read of stderr for both checks: the line may arrive
@@ -697,6 +726,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--clone", "-1"}, "--clone -1"},
 		{[]string{"pktgen", "--imix", "64:x"}, "--imix"},
 		{[]string{"pktgen", "--imix", "foo"}, "skb: pktgen: --imix \"foo\": size \"foo\" is not a number\n"},
+		{[]string{"pktgen", "--imix", "10:1,64:2"}, "skb: pktgen: --imix \"10:1,64:2\": size 10 is below 32 bytes (the stamp)\n"},
 		{[]string{"pktgen", "--dst", "255.255.255.255:9"}, "skb: pktgen: --dst 255.255.255.255:9: want a unicast address\n"},
 		{[]string{"pingpong", "--connect", "255.255.255.255:9"}, "skb: pingpong: --connect 255.255.255.255:9: want a unicast address\n"},
 		{[]string{"pktgen", "--dst", "[::1%lo]:9"}, "addresses with a zone (%lo) are not supported"},
@@ -716,7 +746,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pingpong", "--connect", "127.0.0.1:65536"}, `port "65536" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--server", "--from", "127.0.0.1"}, "skb: pingpong: --from \"127.0.0.1\": want a prefix such as 127.0.0.0/8\n"},
 		{[]string{"pingpong", "--from", "127.0.0.0/8"}, "skb: pingpong: --from is for the server (--server), not the client\n"},
-		{[]string{"pktgen", "--imix", "64:0"}, "skb: pktgen: --imix: imix weight 0 is not between 1 and 65536\n"},
+		{[]string{"pktgen", "--imix", "64:0"}, "skb: pktgen: --imix \"64:0\": weight 0 is not between 1 and 65536\n"},
 		{[]string{"pktgen", "--src", "[::1"}, "skb: pktgen: --src \"[::1\": want IP or IP:PORT, such as 127.0.0.1:9000 or [::1]:9000\n"},
 		{[]string{"pingpong", "--pktinfo"}, "skb: pingpong: --pktinfo is for the server (--server), not the client\n"},
 		{[]string{"pingpong", "--server", "--pktinfo"}, "skb: pingpong: --pktinfo is for a --listen on 0.0.0.0 or :: (a server on 127.0.0.1 answers from it already)\n"},
