@@ -11,8 +11,10 @@ var (
 	// (Class.Max) has no free block; they never block waiting for one.
 	ErrExhausted = errors.New("pool: exhausted")
 
-	// ErrTooBig is returned when no size class holds the requested bytes plus
-	// the headroom. It is skb.ErrTooBig, so either name matches.
+	// ErrTooBig is returned when no size class holds the requested bytes
+	// (plus the headroom, for the allocations that reserve it: Alloc and
+	// AllocN, not AllocShared). It is skb.ErrTooBig, so either name
+	// matches.
 	ErrTooBig = skb.ErrTooBig
 
 	// ErrClosed is returned by the Pool's allocation functions after Close,

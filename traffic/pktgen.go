@@ -97,8 +97,10 @@ type PktgenConfig struct {
 	Count    uint64
 	Duration time.Duration
 
-	// Rate limits the packets per second (a token bucket ten milliseconds
-	// deep that sleeps, never spins, when ahead); 0 means no limit. A run
+	// Rate limits the packets per second on average (a token bucket that
+	// sleeps, never spins, when ahead, ten milliseconds deep or one
+	// burst's cost when that is more, up to a second: a burst goes out
+	// whole, at once, then waits for its cost); 0 means no limit. A run
 	// of Duration D sends at most Rate x D packets (and one): its last
 	// burst is cut to what the bucket allows before D ends. A run that
 	// sends its Count first lasts until the bucket has paid for the last

@@ -83,8 +83,9 @@ its reply's receipt) counts as lost, also when its reply comes later (a
 reply is waited for no longer than that, and one that comes later is in no
 round trip): the result's last line says how many ("lost" in --json; "late"
 those whose reply came later, each once however many copies came; "stray"
-the packets received that were no awaited reply: copies, late replies, replies
-cut short or grown on the way, other programs') and the run goes on,
+the packets received that were no awaited reply: copies, a late reply found
+while a later request was awaited, replies cut short or grown on the way,
+other programs') and the run goes on,
 exit status 0 as ping's with some replies; when its first 3 requests get
 no reply, the client fails. The round trips are measured over the replies
 that came.

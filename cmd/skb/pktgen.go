@@ -98,11 +98,13 @@ On a link-layer device pktgen computes each frame's UDP checksum;
 does without UDPCSUM, and saves that work per packet.
 --no-timestamp leaves the send time out of the stamps, as the kernel's
 pktgen does with NO_TIMESTAMP: skb sink still counts loss and reordering but
-reports no latency, and pktgen reads the clock once per 64 packets instead of
-once per burst (at --burst 1 the read costs several per cent of the rate).
+reports no latency, and pktgen (without --rate, which needs the clock at every
+burst) reads it once per 64 packets instead of once per burst (at --burst 1
+the read costs several per cent of the rate).
 
-By default pktgen sends only to loopback (127.0.0.0/8, ::1) and to the RFC 2544
-benchmarking range 198.18.0.0/15 that skb lab uses, and only when the kernel's
+By default pktgen sends only to loopback (127.0.0.0/8, ::1), to the RFC 2544
+benchmarking range 198.18.0.0/15 that skb lab uses and to its IPv6 counterpart
+2001:2::/48 (RFC 5180), and only when the kernel's
 route to the destination has no gateway and is not the default route (a lab's
 veth; with a link-layer device, on that interface): a generator pointed at a
 real host, or out of a default route by a typo, is a flood. It checks the route
@@ -127,9 +129,9 @@ before it sends anything. --allow-any-dst lifts that for a network you own.
 	durationVarP(fs, &o.duration, "duration", "t", traffic.DefaultDuration, "stop after this long")
 	fs.Float64VarP(&o.rate, "rate", "r", 0, "packets per second, 0 for as fast as the device takes them")
 	fs.IntVarP(&o.burst, "burst", "b", 1, fmt.Sprintf("packets per doorbell, 1 to %d (datagrams per super-packet with --gso; default 64 then)", traffic.MaxBurst))
-	fs.IntVar(&o.clone, "clone", 0, "send each buffer N times as clones (pktgen's clone_skb; 0 and 1 send each once); the sink counts the copies as duplicates (a copy that comes over 1024 places late counts as a late packet, and makes up for a loss). With --gso a buffer is a super-packet of up to --burst datagrams, each copy all of them; near the end of a --count it holds fewer, so that its copies fit")
+	fs.IntVar(&o.clone, "clone", 0, "send each buffer N times as clones (pktgen's clone_skb; 0 and 1 send each once); the sink counts the copies as duplicates (a copy that comes too late for the sink's window, 961 to 1024 places by where it stands, counts as a late packet, and makes up for a loss). With --gso a buffer is a super-packet of up to --burst datagrams, each copy all of them; near the end of a --count it holds fewer, so that its copies fit")
 	fs.BoolVar(&o.gso, "gso", false, "send UDP GSO super-packets of --burst datagrams (udp device)")
-	fs.BoolVar(&o.noTstamp, "no-timestamp", false, "leave the send time out of the stamps (pktgen's NO_TIMESTAMP): the sink times nothing, and the clock is read once per 64 packets")
+	fs.BoolVar(&o.noTstamp, "no-timestamp", false, "leave the send time out of the stamps (pktgen's NO_TIMESTAMP): the sink times nothing, and without --rate the clock is read once per 64 packets")
 	fs.BoolVar(&o.noCsum, "no-udp-csum", false, "link-layer devices, IPv4: leave the UDP checksum 0 (\"none\", RFC 768) instead of computing it per packet")
 	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process, drained by a goroutine: the generator's own cost)")
 	addSenderFlags(cmd, &f)

@@ -119,7 +119,8 @@ for a sink started first, lost less pktgen's errors is what the path lost.
 A stamp whose check fails (corrupted on the way: AF_XDP does not verify
 UDP checksums) counts as unstamped. So does one 960 or more ahead of where
 its flow is, unless one of the flow's next few stamps follows it (the flow
-moved there: a burst of loss). A packet older than the flow's last 1024
+moved there: a burst of loss). A packet older than the flow's window (its
+last 961 to 1024 sequence numbers, by where the window stands)
 counts as reordered and makes up for its gap in lost (a repeat that late
 would hide a loss).
 Each pktgen run counts as flows of its own (runs

@@ -620,8 +620,8 @@ func (d *Device) DstAddr() netip.Addr {
 // first receive call of a device, a Wait of any timeout too, posts its
 // receive buffers first (with BusyPoll, a Wait posts the one it probes
 // with), taking them from the pool, which grows for them:
-// 0.5-0.75 ms for a fresh pool and the default batch of 64-KiB buffers,
-// about 1 µs for later calls.
+// 0.5-0.75 ms for a fresh pool and a batch of 64-KiB buffers (GRO's),
+// less for the default 2-KiB ones, about 1 µs for later calls.
 //
 // Wait receives itself, with one recvmmsg(2) with MSG_WAITFORONE that sleeps
 // in the kernel (bounded by SO_RCVTIMEO) until the first datagram comes and
