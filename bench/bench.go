@@ -177,8 +177,9 @@ type Row struct {
 	Met    *bool  `json:"met,omitempty"`
 	// Noise is set when the difference may be noise: the ratios of the
 	// rounds that gave both variants a value lie on both sides of 1 (one
-	// round says better, another worse), or, with fewer than two such
-	// rounds, the ranges of the two variants' runs overlap.
+	// round says better, another worse; rounds at exactly 1 are on
+	// neither), or, with fewer than two such rounds, the ranges of the two
+	// variants' runs overlap (more than in one point).
 	Noise bool `json:"noise,omitempty"`
 	// Error is why the variant gave no value (then Runs is 0); or, in a
 	// row of its own after the variant's figures, why its runs stopped
@@ -607,7 +608,9 @@ func (x Experiment) rowsByRound(vs []variant, samples [][]sample, rounds [][]int
 					if p, ok := paired(i, j, m.Name); ok {
 						ratio = p.median
 						if len(p.values) >= 2 {
-							r.Noise = p.min <= 1 && 1 <= p.max
+							// Rounds all at 1 (a figure both
+							// variants share) are no noise.
+							r.Noise = p.min < 1 && 1 < p.max
 						}
 					}
 				}
@@ -656,7 +659,7 @@ func overlap(a, b stats) bool {
 	if len(a.values) < 2 || len(b.values) < 2 {
 		return false
 	}
-	return a.min <= b.max && b.min <= a.max
+	return a.min < b.max && b.min < a.max
 }
 
 func better(m Metric) string {

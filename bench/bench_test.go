@@ -148,6 +148,20 @@ func TestRowsEdges(t *testing.T) {
 	if s := RatioString(c); s != "1.051x" {
 		t.Errorf("RatioString %q, want 1.051x", s)
 	}
+	// Small ratios keep two significant digits.
+	for v, want := range map[float64]string{0.0123: "0.012x", 0.00123: "0.0012x", 0.094: "0.094x", 0.1: "0.10x"} {
+		if s := RatioString(Row{Ratio: new(v)}); s != want {
+			t.Errorf("RatioString(%v) = %q, want %q", v, s, want)
+		}
+	}
+	// A figure both variants share in every round is no noise.
+	same := x.rows([]variant{{name: "a"}, {name: "b", ref: "a"}}, [][]sample{
+		{{"pps": 100}, {"pps": 100}, {"pps": 100}},
+		{{"pps": 100}, {"pps": 100}, {"pps": 100}},
+	}, []error{nil, nil})
+	if s := RatioString(same[1]); s != "1.00x" {
+		t.Errorf("equal in every round: RatioString %q, want 1.00x without ~", s)
+	}
 	var buf bytes.Buffer
 	if err := WriteJSONRows(&buf, rows); err != nil {
 		t.Fatal(err)

@@ -26,8 +26,10 @@
 //	burst         seed 002  UDP loopback pktgen -> sink: burst 1, 64, GSO, GSO + GRO,
 //	                        burst 1 into a spinning sink
 //	doorbell      seed 002  memring with a 300 ns doorbell: burst 1 vs 64
-//	copybreak     seed 001  UDP loopback receive, copybreak on vs off, 64 B and 64 B GSO + GRO
-//	copybreak-mem seed 001  memring, a receiver holding its last 1024 packets, 64 and 1500 B
+//	copybreak     seed 001  UDP loopback receive, copybreak on vs off, 64 B, 64 B GSO + GRO
+//	                        and 1500 B (a control, over the threshold)
+//	copybreak-mem seed 001  memring, a receiver holding its last 1024 packets, 64 B, 1500 B
+//	                        (a control) and 64 B into 9000 B ring buffers
 //	clone         seed 000  UDP loopback ping-pong, clone per send vs ownership pass
 //	clone-mem     seed 000  the same over memring (spinning)
 //	alloc         seed 003  pool vs make([]byte) per packet

@@ -68,7 +68,7 @@ func catalog() []Experiment {
 		},
 		{
 			Name: "copybreak", Seed: "001", Default: true,
-			Title:   "receive copybreak (256 B) on vs off: UDP loopback receiver",
+			Title:   "receive copybreak (256 B) on vs off: UDP loopback receiver (1500 B, over the threshold, is a control)",
 			Shows:   "with copybreak a datagram under 256 bytes is copied into a 512-byte block and the 2 KiB receive buffer is reposted at once; off, the 2 KiB buffer goes up and a fresh one is posted. With GRO, off hands each datagram of a train over as a clone of the 64 KiB train buffer, which it keeps alive; on copies it into a 512-byte block and reposts the train buffer. On loopback the kernel's copy dominates the receive cost, so the rate barely moves; what changes is the memory each received packet holds. At 1500 B, over the threshold, copybreak on does nothing: the two rows should match.",
 			Metrics: []Metric{mRxPPS, mRxCPU, mHeld},
 			Plot:    2, // held B/pkt: the rate barely moves
@@ -92,7 +92,7 @@ func catalog() []Experiment {
 		},
 		{
 			Name: "copybreak-mem", Seed: "001", Default: true,
-			Title:   "receive copybreak on vs off, hermetic: memring, receiver holding its last 1024 packets",
+			Title:   "receive copybreak on vs off, hermetic: memring, receiver holding its last 1024 packets (1500 B, over the threshold, is a control)",
 			Shows:   "a receiver that queues packets (reassembly, a socket queue) keeps their buffers: with copybreak a 64-byte packet holds a 512-byte block instead of its 2 KiB ring buffer (or 16 KiB with 9000-byte ring buffers, as IPoIB CM's large receive buffers in the seed), at the price of a copy; with a pool, reposting a fresh ring buffer is cheap, so the copy is what the rate shows. At 1500 B, over the threshold, nothing changes.",
 			Metrics: []Metric{mPPS, mNs, mHeld},
 			Plot:    2, // held B/pkt

@@ -67,6 +67,11 @@ func RatioString(r Row) string {
 	}
 	s := fmt.Sprintf("%.2fx", *r.Ratio)
 	switch {
+	case *r.Ratio > 0 && *r.Ratio < 0.095:
+		// Two significant digits, which two decimals would lose
+		// ("0.012x", not "0.01x").
+		d := min(2-int(math.Floor(math.Log10(*r.Ratio))), 8)
+		s = fmt.Sprintf("%.*fx", d-1, *r.Ratio)
 	case *r.Ratio >= 100:
 		s = fmt.Sprintf("%.0fx", *r.Ratio)
 	case r.Met != nil && !*r.Met:
@@ -97,7 +102,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 		runs = fmt.Sprintf("one run of %v each", rep.Duration)
 	}
 	fmt.Fprintf(w, "skb bench: %s; ratio = median of the runs' ratios to the reference (vs) in the same round\n", runs)
-	fmt.Fprintln(w, "reading it: higher is better for rates (pps, Mbit/s), lower for times, CPU per packet, bytes held and reallocations; ~ marks a ratio whose rounds lie on both sides of 1 (it may be noise); TARGET is a goal and whether the row met it")
+	fmt.Fprintln(w, "reading it: higher is better for rates (pps, Mbit/s), lower for times, CPU per packet, bytes held and reallocations; ~ marks a ratio whose rounds lie on both sides of 1 (it may be noise); TARGET is a goal and whether the row met it (a missed one with three decimals, cut towards the miss)")
+	fmt.Fprintln(w, "terms: (seed NNN) is the kernel patch the experiment shows (docs/BENCHMARKS.md); GC/Mpkt garbage collections per million packets; reallocs/pkt header reallocations per packet; held B/pkt bytes of pool blocks a held packet keeps")
 	busy := "unknown"
 	if m.Busy >= 0 {
 		busy = fmt.Sprintf("%d%%", m.Busy)

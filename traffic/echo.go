@@ -63,7 +63,9 @@ type EchoConfig struct {
 	From netip.Prefix
 
 	// OnInterval, when set, is called on the server's goroutine every
-	// Interval (0 means DefaultInterval).
+	// Interval (0 means DefaultInterval), and once more at the end of the
+	// run for what was echoed since (or a part interval long enough to
+	// show), so that the intervals' Echoed add up to the result's.
 	OnInterval func(EchoInterval)
 	Interval   time.Duration
 }
@@ -442,6 +444,13 @@ loop:
 				break
 			}
 		}
+	}
+	if end := clk.now(); e.cfg.OnInterval != nil && end > lastTick && (e.res.Echoed != lastEchoed || end-lastTick >= finalInterval) {
+		// The run's last part interval, as pktgen's and the sink's: the
+		// intervals' Echoed add up to the result's.
+		iv := EchoInterval{Elapsed: end, Seconds: (end - lastTick).Seconds(), Echoed: e.res.Echoed - lastEchoed}
+		iv.PPS, _ = rates(iv.Echoed, 0, iv.Seconds)
+		e.cfg.OnInterval(iv)
 	}
 	if seen {
 		e.res.Seconds = (last - first).Seconds()

@@ -693,6 +693,31 @@ func TestPingPongLateCounted(t *testing.T) {
 	}
 }
 
+// TestEchoIntervalsAddUp runs a server with a one-hour Interval whose run
+// ends by its Count: the one interval it reports, at the end, holds every
+// packet it echoed.
+func TestEchoIntervalsAddUp(t *testing.T) {
+	a, b := pair(t, memring.Config{})
+	var ivs []EchoInterval
+	srv := make(chan EchoResult, 1)
+	go func() {
+		r, _ := Echo(context.Background(), b, EchoConfig{Count: 30, Idle: -1, Duration: time.Minute,
+			Interval: time.Hour, OnInterval: func(iv EchoInterval) { ivs = append(ivs, iv) }})
+		srv <- r
+	}()
+	if _, err := PingPong(context.Background(), a, PingPongConfig{Iters: 30, Warmup: -1}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-srv
+	var sum uint64
+	for _, iv := range ivs {
+		sum += iv.Echoed
+	}
+	if r.Echoed != 30 || len(ivs) != 1 || sum != r.Echoed {
+		t.Errorf("echoed %d; intervals %+v; want 30, in one last interval", r.Echoed, ivs)
+	}
+}
+
 // TestPingPongLateDuplicated has a server that sends every reply twice
 // and answers its first request 300 ms late: the first request is lost,
 // its reply late once (not once per copy), and the copies of the other
