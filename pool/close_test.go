@@ -91,9 +91,10 @@ func TestConcurrentClose(t *testing.T) {
 }
 
 // TestCheckLeaksWhileInUse runs CheckLeaks while another goroutine
-// allocates, writes and frees on a debug pool: the report reads nothing of
-// the buffers, which belong to their holder (under -race a read of one is
-// a data race; under skbdebug a freed one panics).
+// allocates, writes and frees on a debug pool, and carves page fragments:
+// the report reads nothing of the buffers or the cache, which belong to
+// their holder (under -race a read of one is a data race; under skbdebug a
+// freed buffer's panics).
 func TestCheckLeaksWhileInUse(t *testing.T) {
 	p, err := pool.New(pool.Config{Debug: true, Name: "in use"})
 	if err != nil {
@@ -118,6 +119,13 @@ func TestCheckLeaksWhileInUse(t *testing.T) {
 			}
 			b.Put(10)
 			c.Free(b)
+			// A fragment of a page the cache carves, and changes.
+			pg, _, err := c.AllocFrag(1000)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			pg.Put()
 		}
 	}()
 	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {

@@ -41,25 +41,22 @@ func registered() []*Pool {
 // not leaks.
 func (p *Pool) leakError() error {
 	st := p.Stats()
-	p.mu.Lock()
-	held := 0
-	for _, c := range p.caches {
-		if c.frag.page != nil {
-			held++
-		}
-	}
-	p.mu.Unlock()
+	// The depot's record of the pages caches carve from, not the caches'
+	// own fields, which their goroutines write meanwhile.
+	p.pages.mu.Lock()
+	held := len(p.pages.carving)
+	p.pages.mu.Unlock()
 	var sb strings.Builder
 	for _, c := range st.Classes {
 		if c.InFlight != 0 {
-			fmt.Fprintf(&sb, " %d blocks of %d bytes;", c.InFlight, c.Size)
+			fmt.Fprintf(&sb, " %d %s of %d bytes;", c.InFlight, plural(c.InFlight, "block", "blocks"), c.Size)
 		}
 	}
 	if st.Headers.InFlight != 0 {
-		fmt.Fprintf(&sb, " %d buffers;", st.Headers.InFlight)
+		fmt.Fprintf(&sb, " %d %s;", st.Headers.InFlight, plural(st.Headers.InFlight, "buffer", "buffers"))
 	}
 	if n := st.Pages.InFlight - int64(held); n != 0 {
-		fmt.Fprintf(&sb, " %d pages;", n)
+		fmt.Fprintf(&sb, " %d %s;", n, plural(n, "page", "pages"))
 	}
 	if sb.Len() == 0 {
 		return nil
@@ -103,4 +100,12 @@ func (p *Pool) label() string {
 		return "(unnamed)"
 	}
 	return strconv.Quote(p.cfg.Name)
+}
+
+// plural returns one when n is 1 and many otherwise.
+func plural[N ~int | ~int64 | ~uint64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
