@@ -47,6 +47,7 @@ type Cache struct {
 	size     int
 	debug    bool
 	classTab [classTableMax/32 + 1]uint8
+	tabExact bool // every class up to classTableMax a multiple of 32 bytes: the table's answer needs no walk
 	ncls     int
 	cls      [maxClasses]cacheClass
 	hdrs     []*skb.Buff
@@ -73,6 +74,9 @@ func (c *Cache) class(n uint) int {
 	i := 0
 	if n <= classTableMax {
 		i = int(c.classTab[(n+31)>>5])
+		if c.tabExact {
+			return i
+		}
 	}
 	for i < c.ncls && n > uint(c.cls[i].blockSize) {
 		i++
@@ -84,6 +88,12 @@ func (c *Cache) class(n uint) int {
 // (sizes 32k-31 to 32k for entry k), the smallest class that holds the
 // step's smallest size.
 func (c *Cache) fillClassTab() {
+	c.tabExact = true
+	for i := range c.ncls {
+		if b := c.cls[i].blockSize; b <= classTableMax && b%32 != 0 {
+			c.tabExact = false
+		}
+	}
 	for k := range c.classTab {
 		n, i := max(uint(k)<<5, 31)-31, 0
 		for i < c.ncls && n > uint(c.cls[i].blockSize) {
