@@ -68,27 +68,8 @@ func freePorts(t *testing.T, n int) int {
 // bg is a command running in the background.
 type bg struct {
 	cmd            *exec.Cmd
-	stdout, stderr lockedBuffer
+	stdout, stderr syncBuffer // read while the command writes
 	done           chan error
-}
-
-// lockedBuffer is a bytes.Buffer that a test may read while the command
-// writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startBg(t *testing.T, cmd *exec.Cmd) *bg {
