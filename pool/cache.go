@@ -416,8 +416,9 @@ func (c *Cache) AllocFrag(size int) (*skb.Page, int, error) {
 	if f.page == nil || f.off+size > f.page.Len() {
 		c.checkOpen() // a closed cache holds no page
 		if f.page != nil {
-			c.p.pages.endCarve(f.page)
+			c.p.pages.endingCarve(f.page)
 			f.page.Put()
+			c.p.pages.endCarve(f.page)
 			f.page = nil
 		}
 		pg, err := c.p.pages.carve()
@@ -451,8 +452,9 @@ func (c *Cache) Close() {
 	clear(c.hdrs)
 	c.hdrs = c.hdrs[:0]
 	if c.frag.page != nil {
-		c.p.pages.endCarve(c.frag.page)
+		c.p.pages.endingCarve(c.frag.page)
 		c.frag.page.Put()
+		c.p.pages.endCarve(c.frag.page)
 		c.frag.page = nil
 	}
 	p := c.p

@@ -61,7 +61,7 @@ type pageDepot struct {
 	// on each of which the cache holds a reference: one of them coming
 	// back to the depot means a Put too many, and the cache would go on
 	// handing out fragments of a page another cache may take.
-	carving map[*skb.Page]struct{}
+	carving map[*skb.Page]bool // true: ending (the cache's Put under way)
 }
 
 func (d *pageDepot) init(p *Pool) { d.p = p }
@@ -79,11 +79,22 @@ func (d *pageDepot) get() (*skb.Page, error) { return d.take(false) }
 // carved from until endCarve.
 func (d *pageDepot) carve() (*skb.Page, error) { return d.take(true) }
 
-// endCarve unmarks pg, which the cache carves no more; the cache then drops
-// its reference.
+// endCarve unmarks pg, which the cache carves no more, once the cache has
+// dropped its reference (after endingCarve): a page RecyclePage took
+// meanwhile was unmarked there, and one another cache carves now is left
+// marked.
 func (d *pageDepot) endCarve(pg *skb.Page) {
 	d.mu.Lock()
-	delete(d.carving, pg)
+	if d.carving[pg] {
+		delete(d.carving, pg)
+	}
+	d.mu.Unlock()
+}
+
+// endingCarve marks pg as ending: the cache's own Put, which may recycle it, follows.
+func (d *pageDepot) endingCarve(pg *skb.Page) {
+	d.mu.Lock()
+	d.carving[pg] = true
 	d.mu.Unlock()
 }
 
@@ -122,9 +133,9 @@ func (d *pageDepot) take(carve bool) (*skb.Page, error) {
 	d.st.allocs.Add(1)
 	if carve {
 		if d.carving == nil {
-			d.carving = make(map[*skb.Page]struct{})
+			d.carving = make(map[*skb.Page]bool)
 		}
-		d.carving[pg] = struct{}{}
+		d.carving[pg] = false
 	}
 	return pg, nil
 }
@@ -138,7 +149,9 @@ func (d *pageDepot) take(carve bool) (*skb.Page, error) {
 func (p *Pool) RecyclePage(pg *skb.Page) {
 	d := &p.pages
 	d.mu.Lock()
-	if _, ok := d.carving[pg]; ok {
+	if ending, ok := d.carving[pg]; ok && ending {
+		delete(d.carving, pg)
+	} else if ok {
 		pg.ResetRefs() // the cache's reference, which the Put took
 		d.mu.Unlock()
 		panic(fmt.Sprintf("pool: page %p (address %#x in its arena) freed while a cache still carves fragments from it: one Put more than the references taken (AllocFrag gives one, Get one more)", pg, pg.Addr()))

@@ -45,6 +45,7 @@ func (p *Pool) leakError() error {
 	// own fields, which their goroutines write meanwhile.
 	p.pages.mu.Lock()
 	held := len(p.pages.carving)
+	pagesIn := int64(p.pages.st.allocs.Load()) - int64(p.pages.st.frees.Load())
 	p.pages.mu.Unlock()
 	var sb strings.Builder
 	for _, c := range st.Classes {
@@ -55,7 +56,7 @@ func (p *Pool) leakError() error {
 	if st.Headers.InFlight != 0 {
 		fmt.Fprintf(&sb, " %d %s;", st.Headers.InFlight, plural(st.Headers.InFlight, "buffer", "buffers"))
 	}
-	if n := st.Pages.InFlight - int64(held); n != 0 {
+	if n := pagesIn - int64(held); n != 0 {
 		fmt.Fprintf(&sb, " %d %s;", n, plural(n, "page", "pages"))
 	}
 	if sb.Len() == 0 {

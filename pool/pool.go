@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -119,8 +120,9 @@ type Pool struct {
 	hdrs     hdrDepot
 	dbg      *debugState
 
-	closeMu    sync.Mutex // held through Close
-	mu         sync.Mutex // guards caches, closed, arenas of every depot
+	closeMu    sync.Mutex   // held through Close
+	allocating atomic.Int64 // Pool allocations under way, which Close waits out
+	mu         sync.Mutex   // guards caches, closed, arenas of every depot
 	caches     []*Cache
 	closed     bool
 	unmapped   bool                       // Close unmapped the arenas
@@ -411,12 +413,12 @@ func (p *Pool) Alloc(size int) (*skb.Buff, error) {
 	return b, nil
 }
 
-// takeOne takes one free block (with its header) of at least size bytes.
-// It counts the allocation (the header's
-// too when hdr) before it checks that the pool is open, and takes the
-// counts back on failure: a Close that runs meanwhile either sees the
-// count, and keeps the arenas mapped for a buffer in flight, or this sees
-// the pool shut (sync/atomic's operations are sequentially consistent).
+// takeOne takes one free block (with its header) of at least size bytes,
+// and counts it (the header too when hdr) once it has it. It marks itself
+// under way (allocating) before it checks that the pool is open: a Close
+// that runs meanwhile either waits for it, and sees the count, or this sees
+// the pool shut (sync/atomic's operations are sequentially consistent). A
+// failed allocation is never counted, not even for a moment.
 func (p *Pool) takeOne(size int, hdr bool) (*skb.Buff, error) {
 	ci := p.classFor(size)
 	if ci < 0 {
@@ -425,23 +427,21 @@ func (p *Pool) takeOne(size int, hdr bool) (*skb.Buff, error) {
 		}
 		return nil, ErrTooBig
 	}
+	p.allocating.Add(1)
+	defer p.allocating.Add(-1)
+	if p.shut.Load() {
+		return nil, ErrClosed
+	}
+	var one [1]*skb.Buff
+	got, err := p.take(p.classes[ci], one[:0], 1)
+	if err != nil {
+		return nil, err
+	}
 	p.direct[ci].allocs.Add(1)
 	if hdr {
 		p.directHdr.allocs.Add(1)
 	}
-	err := ErrClosed
-	if !p.shut.Load() {
-		var one [1]*skb.Buff
-		var got []*skb.Buff
-		if got, err = p.take(p.classes[ci], one[:0], 1); err == nil {
-			return got[0], nil
-		}
-	}
-	p.direct[ci].allocs.Add(^uint64(0))
-	if hdr {
-		p.directHdr.allocs.Add(^uint64(0))
-	}
-	return nil, err
+	return got[0], nil
 }
 
 // AllocShared returns a data block of at least size bytes, reset with dataref
@@ -491,14 +491,15 @@ func (p *Pool) recyclePair(h *skb.Buff) {
 // concurrent use. The caller owns it and must build or clone into it, or
 // recycle it. It returns ErrClosed after Close.
 func (p *Pool) AllocBuff() (*skb.Buff, error) {
-	// Counted first, as takeOne does.
-	p.directHdr.allocs.Add(1)
+	// Under way before the check, as takeOne is.
+	p.allocating.Add(1)
+	defer p.allocating.Add(-1)
 	if p.shut.Load() {
-		p.directHdr.allocs.Add(^uint64(0))
 		return nil, ErrClosed
 	}
 	var one [1]*skb.Buff
 	b := p.hdrs.take(one[:0], 1)[0]
+	p.directHdr.allocs.Add(1)
 	if p.dbg != nil {
 		p.dbg.alloc(b, 2)
 	}
@@ -589,6 +590,10 @@ func (p *Pool) Close() error {
 	p.closed = true
 	p.shut.Store(true)
 	p.mu.Unlock()
+	// Allocations that saw the pool open finish (and count) first.
+	for p.allocating.Load() != 0 {
+		runtime.Gosched()
+	}
 	if err := p.leakError(); err != nil {
 		return err
 	}
