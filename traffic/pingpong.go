@@ -131,6 +131,10 @@ type PingPongResult struct {
 	Lost  int
 	Late  int
 	Stray uint64
+	// Resized counts the packets of Stray that carry a stamp of this
+	// run but not Size bytes of payload: requests of the run that came
+	// back cut short or grown on the way.
+	Resized uint64
 }
 
 type pinger struct {
@@ -148,7 +152,8 @@ type pinger struct {
 	got      bool
 	t0, t1   time.Duration // the measured request's Xmit and its reply's hand-over
 	stray    uint64
-	late     int // replies that came after their request's Timeout
+	resized  uint64 // of stray: this run's stamp, another length
+	late     int    // replies that came after their request's Timeout
 	// lostSeqs holds the requests counted lost whose reply has not come:
 	// one that comes later counts in late once, and leaves; a copy of a
 	// reply (a server or path that duplicates) is stray alone. Made at
@@ -307,6 +312,9 @@ func (p *pinger) handle(b *skb.Buff) {
 		p.got, p.t1 = true, t1
 	} else {
 		p.stray++
+		if ok && st.Run == p.run && plen != p.size {
+			p.resized++
+		}
 		if ok && st.Run == p.run && st.Seq < p.want && plen == p.size {
 			if _, lost := p.lostSeqs[st.Seq]; lost {
 				// The reply to a request given up on: late.
@@ -495,7 +503,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		// A run of fewer than NoReplyTries requests, none answered.
 		runErr = noReply(unanswered, p.late, cfg.Timeout)
 	}
-	res.Stray, res.Late = p.stray, p.late
+	res.Stray, res.Late, res.Resized = p.stray, p.late, p.resized
 	res.Iters = len(rtt)
 	if res.Iters == 0 {
 		return *res, runErr

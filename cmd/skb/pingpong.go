@@ -84,8 +84,9 @@ reply is waited for no longer than that, and one that comes later is in no
 round trip): the result's last line says how many ("lost" in --json; "late"
 those whose reply came later, each once however many copies came; "stray"
 the packets received that were no awaited reply: copies, a late reply found
-while a later request was awaited, replies cut short or grown on the way,
-other programs') and the run goes on,
+while a later request was awaited, replies cut short or grown on the way
+("resized" of them), other programs', the peer's ICMP errors on a link-layer
+device) and the run goes on,
 exit status 0 as ping's with some replies; when its first 3 requests get
 no reply, the client fails. The round trips are measured over the replies
 that came.
@@ -162,6 +163,7 @@ type pingpongResultJSON struct {
 	Lost        int     `json:"lost"`
 	Late        int     `json:"late"`
 	Stray       uint64  `json:"stray"`
+	Resized     uint64  `json:"resized"`
 	Size        int     `json:"size"`
 	BusyPoll    bool    `json:"busy_poll"`
 	Dev         string  `json:"dev"`
@@ -477,11 +479,11 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			switch {
 			case r.Late > 0:
 				err = fmt.Errorf("pingpong: no reply from %v%s: give a longer --timeout", dst, what)
-			case r.Stray > 0:
+			case r.Resized > 0:
 				// Something answers, but not with this run's requests
 				// whole: no missing server.
-				err = fmt.Errorf("pingpong: no reply from %v%s, but %d other %s came back (not a request of this run whole at --size %d bytes: cut short or grown on the way, or another program's)",
-					dst, what, r.Stray, plural(int(r.Stray), "packet", "packets"), o.size)
+				err = fmt.Errorf("pingpong: no reply from %v%s, but %d of this run's requests came back resized (not --size %d bytes: cut short or grown on the way)",
+					dst, what, r.Resized, o.size)
 			default:
 				err = fmt.Errorf("pingpong: no reply from %v%s: is `skb pingpong --server` running there?%s", dst, what, hint)
 			}
@@ -553,7 +555,7 @@ func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec
 	cu, cs := cpuTimes()
 	j := pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
 		UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
-		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Late: r.Late, Stray: r.Stray, Size: r.Size, BusyPoll: o.busy,
+		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Late: r.Late, Stray: r.Stray, Resized: r.Resized, Size: r.Size, BusyPoll: o.busy,
 		Dev: spec.String(), Connect: dst.String(), stopInfo: si}
 	if runErr != nil {
 		j.Error = runErr.Error()
