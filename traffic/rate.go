@@ -88,8 +88,13 @@ func (p *pacer) depth(n int) time.Duration {
 // it keeps a rate-limited run of duration D at rate R from sending more
 // than R x D (plus one), whatever the burst size; with no limit it is want.
 func (p *pacer) due(want int, deadline time.Duration) int {
-	if p.perPacket == 0 || p.tat >= deadline {
+	if p.perPacket == 0 {
 		return want
+	}
+	if p.tat >= deadline {
+		// No slot left before the end; a wait too short to sleep
+		// (pacerMinSleep) would otherwise send the whole burst.
+		return min(want, 1)
 	}
 	n := math.Ceil(float64(deadline-p.tat) / p.perPacket)
 	return int(min(float64(want), max(n, 1)))

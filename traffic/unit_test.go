@@ -554,6 +554,31 @@ func TestPacerWholeNanoseconds(t *testing.T) {
 	}
 }
 
+// TestPacerDue checks how many packets the pacer lets a burst hold before
+// a deadline: those whose slots start before it, and one when none does
+// (a wait too short to sleep must not let a whole burst past the end).
+func TestPacerDue(t *testing.T) {
+	p := newPacer(1000) // 1 ms a packet
+	for _, tc := range []struct {
+		tat, deadline time.Duration
+		want          int
+	}{
+		{0, 10 * time.Millisecond, 10},
+		{0, 100 * time.Millisecond, 47},
+		{5 * time.Millisecond, 10 * time.Millisecond, 5},
+		{10 * time.Millisecond, 10 * time.Millisecond, 1},
+		{11 * time.Millisecond, 10 * time.Millisecond, 1},
+	} {
+		p.tat = tc.tat
+		if got := p.due(47, tc.deadline); got != tc.want {
+			t.Errorf("due(47) with the bucket paid until %v and the end at %v: %d, want %d", tc.tat, tc.deadline, got, tc.want)
+		}
+	}
+	if got := (&pacer{}).due(47, 0); got != 47 {
+		t.Errorf("no rate: due(47) = %d, want 47", got)
+	}
+}
+
 // TestCounterRuns checks how a flow counts packets of several runs: two
 // runs sending on it at once each count on their own, with their losses;
 // a run that follows a quiet one replaces it, its figures kept in the
