@@ -102,7 +102,37 @@ func TestCheckLeaksWhileInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
+	stop := onCache(t, p, func(c *pool.Cache) error {
+		b, err := c.Alloc(100)
+		if err != nil {
+			return err
+		}
+		b.Put(10)
+		c.Free(b)
+		// A fragment of a page the cache carves, and changes.
+		pg, _, err := c.AllocFrag(1000)
+		if err != nil {
+			return err
+		}
+		pg.Put()
+		return nil
+	})
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		if err := pool.CheckLeaks(); err != nil && !errors.Is(err, pool.ErrLeak) {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onCache runs step over and over on a goroutine of its own, with a Cache
+// of p that the goroutine owns, until the returned stop is called (which
+// waits for it, the cache closed) or step fails the test with its error.
+func onCache(t *testing.T, p *pool.Pool, step func(*pool.Cache) error) (stop func()) {
+	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -110,35 +140,19 @@ func TestCheckLeaksWhileInUse(t *testing.T) {
 		defer c.Close()
 		for {
 			select {
-			case <-stop:
+			case <-quit:
 				return
 			default:
 			}
-			b, err := c.Alloc(100)
-			if err != nil {
+			if err := step(c); err != nil {
 				t.Error(err)
 				return
 			}
-			b.Put(10)
-			c.Free(b)
-			// A fragment of a page the cache carves, and changes.
-			pg, _, err := c.AllocFrag(1000)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			pg.Put()
 		}
 	}()
-	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
-		if err := pool.CheckLeaks(); err != nil && !errors.Is(err, pool.ErrLeak) {
-			t.Fatal(err)
-		}
-	}
-	close(stop)
-	<-done
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
+	return func() {
+		close(quit)
+		<-done
 	}
 }
 
@@ -235,26 +249,14 @@ func TestLeakReportWhileCarving(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c := p.NewCache()
-		defer c.Close()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			pg, _, err := c.AllocFrag(4096) // the whole page: a new one each time
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			pg.Put()
+	stop := onCache(t, p, func(c *pool.Cache) error {
+		pg, _, err := c.AllocFrag(4096) // the whole page: a new one each time
+		if err != nil {
+			return err
 		}
-	}()
+		pg.Put()
+		return nil
+	})
 	bad := 0
 	var first error
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
@@ -269,8 +271,7 @@ func TestLeakReportWhileCarving(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	<-done
+	stop()
 	if bad > 0 {
 		t.Errorf("%d reports of pages in flight with none leaked, the first: %v", bad, first)
 	}

@@ -9,12 +9,43 @@ import (
 	"time"
 
 	"github.com/skbdev/skb/driver/memring"
+	"github.com/skbdev/skb/netdev"
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
 
 // goldenStamp is PutStamp's bytes for the stamp of TestStampGolden.
 const goldenStamp = "be9be955000012340000000700000000000186a017979cfe362a0000716921e9"
+
+// runGen runs a generator with cfg on d to its end and returns its result;
+// any error fails the test.
+func runGen(t *testing.T, d netdev.Device, cfg PktgenConfig) PktgenResult {
+	t.Helper()
+	g, err := NewPktgen(d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r, err := g.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// checkSpans fails the test for each interval whose length (secs) is not
+// the time from the end of the one before it (the run's start for the
+// first) to its own end (ends).
+func checkSpans(t *testing.T, ends []time.Duration, secs []float64) {
+	t.Helper()
+	var prev time.Duration
+	for i, end := range ends {
+		if d := (end - prev).Seconds(); math.Abs(secs[i]-d) > 1e-9 {
+			t.Errorf("interval ending at %v: %.6f s long, want %.6f", end, secs[i], d)
+		}
+		prev = end
+	}
+}
 
 // seqRange returns the sequence numbers a to b-1.
 func seqRange(a, b uint64) []uint64 {
@@ -240,25 +271,16 @@ func TestCounterFarBelowFirst(t *testing.T) {
 func TestPktgenIntervalSeconds(t *testing.T) {
 	a, _ := pair(t, memring.Config{RingSize: 1024})
 	var ivs []PktgenInterval
-	g, err := NewPktgen(a, PktgenConfig{Count: 400, Rate: 2000, Burst: 1, Interval: 40 * time.Millisecond,
+	r := runGen(t, a, PktgenConfig{Count: 400, Rate: 2000, Burst: 1, Interval: 40 * time.Millisecond,
 		OnInterval: func(iv PktgenInterval) { ivs = append(ivs, iv) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	r, err := g.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prev time.Duration
+	var ends []time.Duration
+	var secs []float64
 	var sum uint64
 	for _, iv := range ivs {
-		if d := (iv.Elapsed - prev).Seconds(); math.Abs(iv.Seconds-d) > 1e-9 {
-			t.Errorf("interval ending at %v: %.6f s long, want %.6f", iv.Elapsed, iv.Seconds, d)
-		}
-		prev = iv.Elapsed
+		ends, secs = append(ends, iv.Elapsed), append(secs, iv.Seconds)
 		sum += iv.Packets
 	}
+	checkSpans(t, ends, secs)
 	if len(ivs) < 3 || sum != r.Packets {
 		t.Errorf("%d intervals adding up to %d, result %d", len(ivs), sum, r.Packets)
 	}
@@ -288,15 +310,14 @@ func TestEchoIntervals(t *testing.T) {
 	}
 	span := time.Since(t0)
 	r := <-srv
-	var prev time.Duration
+	var ends []time.Duration
+	var secs []float64
 	var sum uint64
 	for _, iv := range ivs {
-		if d := (iv.Elapsed - prev).Seconds(); math.Abs(iv.Seconds-d) > 1e-9 {
-			t.Errorf("interval ending at %v: %.6f s long, want %.6f", iv.Elapsed, iv.Seconds, d)
-		}
-		prev = iv.Elapsed
+		ends, secs = append(ends, iv.Elapsed), append(secs, iv.Seconds)
 		sum += iv.Echoed
 	}
+	checkSpans(t, ends, secs)
 	if r.Echoed != 60 || sum != 60 || len(ivs) < 3 {
 		t.Errorf("echoed %d, %d intervals adding up to %d", r.Echoed, len(ivs), sum)
 	}
@@ -359,14 +380,7 @@ func TestPingPongResizedOwnOnly(t *testing.T) {
 // for the datagrams sent.
 func TestPktgenGSORate(t *testing.T) {
 	d := newSizeCounter(t, true)
-	g, err := NewPktgen(d, PktgenConfig{Size: 1400, Burst: 64, GSO: true, Rate: 1000, Duration: 400 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if _, err := g.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	runGen(t, d, PktgenConfig{Size: 1400, Burst: 64, GSO: true, Rate: 1000, Duration: 400 * time.Millisecond})
 	// Charged for a full burst per short super-packet, the run falls
 	// about 28% under its rate; the low bound leaves room for a stall.
 	if d.total < 320 || d.total > 401 {
@@ -422,14 +436,8 @@ func TestPktgenAllocFailErrors(t *testing.T) {
 // to infinity: the one packet the bucket allows goes out.
 func TestPktgenTinyRate(t *testing.T) {
 	a, _ := pair(t, memring.Config{RingSize: 1024})
-	g, err := NewPktgen(a, PktgenConfig{Rate: 1e-300, Burst: 4, Duration: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	r, err := g.Run(context.Background())
-	if err != nil || r.Packets != 1 {
-		t.Errorf("rate 1e-300: %+v, %v; want the one packet the bucket allows", r, err)
+	if r := runGen(t, a, PktgenConfig{Rate: 1e-300, Burst: 4, Duration: 100 * time.Millisecond}); r.Packets != 1 {
+		t.Errorf("rate 1e-300: %+v; want the one packet the bucket allows", r)
 	}
 }
 

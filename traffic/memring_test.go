@@ -1095,15 +1095,7 @@ func sendSuper(t testing.TB, a netdev.Device, uf *header.UDPFrame, seg, segs int
 // whole burst more.
 func TestPktgenRateLastBurst(t *testing.T) {
 	a, _ := pair(t, memring.Config{RingSize: 1024})
-	g, err := NewPktgen(a, PktgenConfig{Rate: 1000, Burst: 64, Duration: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	r, err := g.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runGen(t, a, PktgenConfig{Rate: 1000, Burst: 64, Duration: 300 * time.Millisecond})
 	// Bursts of 64 at 0, 64, 128, 192 and 256 ms, the last cut to 44.
 	if r.Packets > 301 || r.Packets < 256 {
 		t.Errorf("%d packets in 300ms at 1000/s in bursts of 64: want at most 301 (320 uncut), at least 256", r.Packets)
