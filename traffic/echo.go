@@ -375,6 +375,13 @@ func (e *echoer) loop(ctx context.Context) (EchoResult, error) {
 	var first, last, lastTick time.Duration
 	seen := false
 	lastEchoed := uint64(0)
+	// tick reports the interval from lastTick to now.
+	tick := func(now time.Duration) {
+		iv := EchoInterval{Elapsed: now, Seconds: (now - lastTick).Seconds(), Echoed: e.res.Echoed - lastEchoed}
+		iv.PPS, _ = rates(iv.Echoed, 0, iv.Seconds)
+		lastTick, lastEchoed = now, e.res.Echoed
+		e.cfg.OnInterval(iv)
+	}
 	var runErr error
 	var now time.Duration
 	spins := 0
@@ -422,10 +429,7 @@ loop:
 			break loop
 		}
 		if e.cfg.OnInterval != nil && now-lastTick >= e.cfg.Interval {
-			iv := EchoInterval{Elapsed: now, Seconds: (now - lastTick).Seconds(), Echoed: e.res.Echoed - lastEchoed}
-			iv.PPS, _ = rates(iv.Echoed, 0, iv.Seconds)
-			lastTick, lastEchoed = now, e.res.Echoed
-			e.cfg.OnInterval(iv)
+			tick(now)
 		}
 		if done != nil {
 			select {
@@ -448,9 +452,7 @@ loop:
 	if end := clk.now(); e.cfg.OnInterval != nil && end > lastTick && (e.res.Echoed != lastEchoed || end-lastTick >= finalInterval) {
 		// The run's last part interval, as pktgen's and the sink's: the
 		// intervals' Echoed add up to the result's.
-		iv := EchoInterval{Elapsed: end, Seconds: (end - lastTick).Seconds(), Echoed: e.res.Echoed - lastEchoed}
-		iv.PPS, _ = rates(iv.Echoed, 0, iv.Seconds)
-		e.cfg.OnInterval(iv)
+		tick(end)
 	}
 	if seen {
 		e.res.Seconds = (last - first).Seconds()

@@ -312,11 +312,10 @@ func (p *pinger) handle(b *skb.Buff) {
 		p.got, p.t1 = true, t1
 	} else {
 		p.stray++
-		if ok && st.Run == p.run && plen != p.size {
-			p.resized++
-		}
-		if ok && st.Run == p.run && st.Seq < p.want && plen == p.size {
-			if _, lost := p.lostSeqs[st.Seq]; lost {
+		if ok && st.Run == p.run {
+			if plen != p.size {
+				p.resized++
+			} else if _, lost := p.lostSeqs[st.Seq]; lost {
 				// The reply to a request given up on: late.
 				p.late++
 				delete(p.lostSeqs, st.Seq)

@@ -435,7 +435,7 @@ func (g *Pktgen) Queued() uint64 { return g.queued }
 // ctx's done ends it early.
 func (g *Pktgen) waitPaid(paid time.Duration, done <-chan struct{}) {
 	stop := min(paid, g.duration)
-	for now := g.clk.now(); now < stop; now = g.clk.now() {
+	for now := g.clk.now(); now < stop; {
 		wake := stop
 		if g.cfg.OnInterval != nil {
 			wake = min(wake, g.lastTick+g.interval)
