@@ -101,6 +101,28 @@ type Device interface {
 	Close() error
 }
 
+// BusyPoller is a Device that can busy-poll in one call: spin on its
+// receive queue until a packet comes, as the kernel's napi_busy_loop does
+// for a socket with SO_BUSY_POLL, rather than leave the spinning to a
+// caller's loop of Polls. A driver implements it where each look at the
+// queue is a system call (the UDP driver), so that the spin can make one
+// probe after another with nothing in between; a ring in user memory
+// (memring, AF_XDP) gains nothing from it. Callers that spin (traffic's
+// busy-polling ping-pong and echo) use it when the device has it.
+type BusyPoller interface {
+	Device
+
+	// BusyPoll hands over up to budget packets as Poll does, first
+	// spinning, when nothing is pending, until a packet comes or timeout
+	// passes (a negative timeout spins without limit, zero looks once),
+	// one CPU busy meanwhile. It returns what Poll returns, (0, nil) when
+	// the timeout passed with nothing received (never before it; after it
+	// by at most the driver's round of probes, as it documents), and
+	// ErrClosed when the device is closed during the spin (Close from
+	// another goroutine ends it).
+	BusyPoll(budget int, h Handler, timeout time.Duration) (int, error)
+}
+
 // Defaults shared by the drivers.
 const (
 	// DefaultHeadroom is the headroom reserved in every receive and

@@ -31,7 +31,9 @@ type EchoConfig struct {
 	Budget int
 
 	// Spin polls again at once after an empty Poll instead of sleeping in
-	// the device's Wait (busy polling).
+	// the device's Wait (busy polling); a device that busy-polls itself
+	// (netdev.BusyPoller: the UDP driver) spins in its BusyPoll instead,
+	// busySlice (50 µs) at a time, as PingPongConfig.BusyPoll does.
 	Spin bool
 
 	// Duration bounds the run (0 means DefaultSinkDuration); Idle stops it
@@ -94,7 +96,8 @@ type EchoResult struct {
 
 type echoer struct {
 	dev   netdev.Device
-	yield bool // spinning on the process's one P (soleP): yield it now and then (yieldEvery)
+	bp    netdev.BusyPoller // dev, when Spin is set and dev busy-polls itself
+	yield bool              // spinning on the process's one P (soleP): yield it now and then (yieldEvery)
 	cache *pool.Cache
 	ax    AddrXmitter
 	sx    SrcXmitter     // ax with PktInfo on: answers from the request's destination
@@ -144,7 +147,7 @@ type echoer struct {
 // invalid config, or the device's error (netdev.ErrClosed when it was
 // closed under the run), with the result so far.
 func Echo(ctx context.Context, dev netdev.Device, cfg EchoConfig) (EchoResult, error) {
-	e := &echoer{dev: dev, cache: dev.Cache(), cfg: cfg, yield: cfg.Spin && soleP()}
+	e := &echoer{dev: dev, bp: busyPoller(dev, cfg.Spin), cache: dev.Cache(), cfg: cfg, yield: cfg.Spin && soleP()}
 	cfg.Budget = cmp0(cfg.Budget, 1)
 	cfg.Duration = cmp0(cfg.Duration, DefaultSinkDuration)
 	cfg.Idle = cmp0(cfg.Idle, DefaultEchoIdle)
@@ -388,7 +391,13 @@ func (e *echoer) loop(ctx context.Context) (EchoResult, error) {
 loop:
 	for !e.stop {
 		before := e.res.Echoed + e.res.Errors
-		n, err := e.dev.Poll(e.cfg.Budget, e.handler)
+		var n int
+		var err error
+		if e.bp != nil {
+			n, err = e.bp.BusyPoll(e.cfg.Budget, e.handler, busySlice)
+		} else {
+			n, err = e.dev.Poll(e.cfg.Budget, e.handler)
+		}
 		if e.cfg.Budget > 1 && e.res.Echoed+e.res.Errors > before {
 			// (With a budget of 1 each answer rang its own doorbell.)
 			if ferr := e.dev.Flush(); ferr != nil {
@@ -400,13 +409,14 @@ loop:
 			break
 		}
 		if n == 0 && e.cfg.Spin {
-			if e.yield && (spins+1)%yieldEvery == 0 {
+			if e.yield && (e.bp != nil || (spins+1)%yieldEvery == 0) {
 				runtime.Gosched()
 			}
 			// Spinning on an empty queue: look at the clock (and the
 			// bounds, the interval and ctx) every 64th time only, so that
-			// a spin costs little more than the device's probe.
-			if spins++; spins&63 != 0 {
+			// a spin costs little more than the device's probe; after
+			// every BusyPoll, which spun busySlice.
+			if spins++; e.bp == nil && spins&63 != 0 {
 				continue
 			}
 		}

@@ -3,11 +3,13 @@ package traffic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/netip"
 	"regexp"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1582,5 +1584,75 @@ func TestBusyPollOneP(t *testing.T) {
 	}
 	if sr := <-sink; sr.Packets != 5000 {
 		t.Errorf("sink counted %d of 5000 packets in 2 s with one P", sr.Packets)
+	}
+}
+
+// busyDev is a device that busy-polls itself (netdev.BusyPoller) by
+// polling in a loop, counting its BusyPoll calls and noting the longest
+// timeout asked for.
+type busyDev struct {
+	netdev.Device
+	calls   atomic.Int64
+	longest atomic.Int64 // ns
+	bad     atomic.Int64 // timeouts of 0 or less: a loop must not spin unbounded
+}
+
+func (d *busyDev) BusyPoll(budget int, h netdev.Handler, timeout time.Duration) (int, error) {
+	d.calls.Add(1)
+	if timeout <= 0 {
+		d.bad.Add(1)
+	}
+	if int64(timeout) > d.longest.Load() {
+		d.longest.Store(int64(timeout))
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := d.Poll(budget, h)
+		if n > 0 || err != nil || !time.Now().Before(deadline) {
+			return n, err
+		}
+	}
+}
+
+// TestBusyPollerUsed runs the busy-polling ping-pong and echo over devices
+// that busy-poll themselves: both spin in the device's BusyPoll, each call
+// bounded by busySlice, and the run completes, on two Ps and on one (where
+// the loops yield the P after each BusyPoll that found nothing).
+func TestBusyPollerUsed(t *testing.T) {
+	for _, procs := range []int{2, 1} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			ma, mb := pair(t, memring.Config{})
+			a, b := &busyDev{Device: ma}, &busyDev{Device: mb}
+			ctx, cancel := context.WithCancel(context.Background())
+			srv := make(chan EchoResult)
+			go func() {
+				r, err := Echo(ctx, b, EchoConfig{Spin: true})
+				if err != nil {
+					t.Error(err)
+				}
+				srv <- r
+			}()
+			r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 1000, Warmup: -1, BusyPoll: true, Size: 100, Duration: 5 * time.Second})
+			cancel()
+			sr := <-srv
+			if err != nil || r.Iters != 1000 || sr.Echoed != 1000 {
+				t.Fatalf("%d of 1000 round trips, %d echoed (%v)", r.Iters, sr.Echoed, err)
+			}
+			for _, d := range []struct {
+				name string
+				dev  *busyDev
+			}{{"client", a}, {"server", b}} {
+				if c := d.dev.calls.Load(); c < 1000 {
+					t.Errorf("%s: %d BusyPoll calls for 1000 round trips; want its receive to spin in BusyPoll", d.name, c)
+				}
+				if l := time.Duration(d.dev.longest.Load()); l > busySlice {
+					t.Errorf("%s: a BusyPoll of %v; want each bounded by busySlice (%v)", d.name, l, busySlice)
+				}
+				if n := d.dev.bad.Load(); n > 0 {
+					t.Errorf("%s: %d BusyPolls with a timeout of 0 or less", d.name, n)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,11 @@
 package traffic
 
-import "runtime"
+import (
+	"runtime"
+	"time"
+
+	"github.com/skbdev/skb/netdev"
+)
 
 // soleP reports whether the process runs Go code on one P (GOMAXPROCS 1,
 // as under taskset -c 0 or a one-CPU container). A goroutine spinning on
@@ -22,3 +27,20 @@ func soleP() bool { return runtime.GOMAXPROCS(0) < 2 }
 // wait shorter than about 20 µs does not yield at all, while a memring
 // peer in the same process (50 ns a Poll) gets the P every 2 µs or so.
 const yieldEvery = 32
+
+// busySlice is how long one BusyPoll of a spinning loop spins before the
+// loop looks at the clock, its bounds and ctx (and, on the process's one
+// P, yields it), for a device that busy-polls itself
+// (netdev.BusyPoller). A spin that finds a packet returns at once; the
+// slice only bounds one that finds none.
+const busySlice = 50 * time.Microsecond
+
+// busyPoller returns dev as a netdev.BusyPoller when spin is set and dev is
+// one, else nil: a spinning loop then calls Poll itself.
+func busyPoller(dev netdev.Device, spin bool) netdev.BusyPoller {
+	if !spin {
+		return nil
+	}
+	bp, _ := dev.(netdev.BusyPoller)
+	return bp
+}

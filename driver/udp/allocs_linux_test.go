@@ -28,6 +28,7 @@ func TestZeroAllocs(t *testing.T) {
 		to        bool
 		from      bool // XmitFrom, into a receiver with PktInfo
 		keepP     bool // a receiver with KeepP
+		busy      bool // received with BusyPoll, not Wait and Poll
 	}{
 		{name: "burst1", burst: 1, size: 64},
 		{name: "burst64", burst: 64, size: 64},
@@ -42,6 +43,9 @@ func TestZeroAllocs(t *testing.T) {
 		{name: "xmitto", burst: 64, size: 64, gso: true, to: true},
 		{name: "xmitfrom+pktinfo", burst: 64, size: 64, gso: true, to: true, from: true},
 		{name: "xmitfrom+pktinfo/burst1", burst: 1, size: 64, to: true, from: true},
+		{name: "busypoll/burst1", burst: 1, size: 64, busy: true},
+		{name: "busypoll/burst64", burst: 64, size: 64, busy: true},
+		{name: "busypoll/gso+gro", burst: 64, size: 64, gso: true, gro: true, busy: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rx := openT(t, Config{Config: netdev.Config{Copybreak: tc.copybreak}, Local: lo4, GRO: tc.gro, RcvBuf: 8 << 20,
@@ -96,6 +100,13 @@ func TestZeroAllocs(t *testing.T) {
 				got = 0
 				deadline := time.Now().Add(2 * time.Second)
 				for got < per && time.Now().Before(deadline) {
+					if tc.busy {
+						if _, err := rx.BusyPoll(64, h, 100*time.Millisecond); err != nil {
+							failed = err
+							return
+						}
+						continue
+					}
 					if err := rx.Wait(100 * time.Millisecond); err != nil && err != netdev.ErrTimeout {
 						failed = err
 						return

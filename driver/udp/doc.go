@@ -99,7 +99,13 @@
 // kernel a second try for a datagram that is not there, until a batch asked
 // for every eighth wait brings more than one. With Config.BusyPoll it spins
 // instead, polling the socket without sleeping, which saves the wake-up of
-// a sleeping CPU (about 23 µs on a virtual machine) per round trip. With
+// a sleeping CPU (about 23 µs on a virtual machine) per round trip.
+// BusyPoll (netdev.BusyPoller) spins and hands over in one call, whatever
+// Config.BusyPoll says: its probes run one after another in an assembly
+// loop (mmsg.RecvfromSpin), with nothing between two system calls, and
+// a datagram found goes to the handler by the frames of Poll's own probe.
+// It is what a busy-polling loop calls instead of Poll (traffic's
+// ping-pong and echo server do). With
 // Config.KeepP, for a goroutine on a thread of its own, the receive that
 // sleeps keeps the goroutine's P rather than leaving it to the Go
 // scheduler, whose monitor thread otherwise works on the receiver's CPU at

@@ -566,9 +566,14 @@ const dropsEvery = 1024
 
 // tickDrops counts a receive call, reading the drop count every dropsEvery
 // calls.
-func (d *Device) tickDrops() {
-	d.rx.calls++
-	if d.rx.calls%dropsEvery == 0 {
+func (d *Device) tickDrops() { d.tickDropsN(1) }
+
+// tickDropsN counts n receive calls (a busy poll's round), reading the
+// drop count when they cross a multiple of dropsEvery.
+func (d *Device) tickDropsN(n int) {
+	before := d.rx.calls
+	d.rx.calls += uint32(n)
+	if d.rx.calls/dropsEvery != before/dropsEvery {
 		d.readDrops()
 	}
 }
@@ -680,4 +685,4 @@ func (d *Device) SetDst(dst netip.AddrPort) error {
 	return nil
 }
 
-var _ netdev.Device = (*Device)(nil)
+var _ netdev.BusyPoller = (*Device)(nil)

@@ -75,6 +75,14 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 	return 0, errUnsupported
 }
 
+// BusyPoll fails: see Open. A nil h panics.
+func (d *Device) BusyPoll(budget int, h netdev.Handler, timeout time.Duration) (int, error) {
+	if h == nil {
+		panic("udp: BusyPoll with a nil handler")
+	}
+	return 0, errUnsupported
+}
+
 // Wait fails: see Open.
 func (d *Device) Wait(timeout time.Duration) error { return errUnsupported }
 
@@ -111,4 +119,4 @@ func (d *Device) Fd() int { return -1 }
 // Close fails: see Open.
 func (d *Device) Close() error { return errUnsupported }
 
-var _ netdev.Device = (*Device)(nil)
+var _ netdev.BusyPoller = (*Device)(nil)

@@ -110,6 +110,16 @@ import (
 //   - wait wakes: a Wait that returns nil has something for the Poll
 //     after it (no stale wake-ups).
 //   - closed peer: packets sent to a closed RX are freed and counted.
+//   - busy poll, for a device that implements netdev.BusyPoller (skipped
+//     for one that does not): BusyPoll with a budget of 0 or less hands
+//     nothing over, with a nil handler panics with the driver's message;
+//     on an idle device BusyPoll(0) returns (0, nil) at once and
+//     BusyPoll(20 ms) not before 20 ms nor more than deliverWait after;
+//     packets waiting are handed over in order, at most budget a call; a
+//     packet sent 20 ms into a BusyPoll without limit is handed over by
+//     it; Close from another goroutine ends such a BusyPoll with an error
+//     matching net.ErrClosed; after Close BusyPoll returns one; every
+//     buffer comes back.
 //
 // The poll subtest also checks Wait(0) (nil with packets waiting,
 // ErrTimeout at once on an idle device), a budget of 1, and that no Wait
@@ -153,6 +163,7 @@ func RunPool(t *testing.T, pc pool.Config, f Factory) {
 	t.Run("pool exhausted", func(t *testing.T) { testExhausted(t, s) })
 	t.Run("wait wakes", func(t *testing.T) { testWaitWakes(t, s) })
 	t.Run("closed peer", func(t *testing.T) { testClosedPeer(t, s) })
+	t.Run("busy poll", func(t *testing.T) { testBusyPoll(t, s) })
 }
 
 // suite is what every subtest is given: the driver's factory and the shape
@@ -1423,5 +1434,109 @@ func testClosedPeer(t *testing.T, s *suite) {
 	if d := statsDelta(e.tx, before); d.TxPackets+d.TxDroppedTotal() != n {
 		t.Errorf("closed peer: %d packets sent to a closed peer: tx_packets grew by %d, tx_dropped by %d; want them to add up to %d",
 			n, d.TxPackets, d.TxDroppedTotal(), n)
+	}
+}
+
+// testBusyPoll checks netdev.BusyPoller's contract on a device that has
+// it.
+func testBusyPoll(t *testing.T, s *suite) {
+	e := open(t, s, netdev.Config{}, true)
+	bp, ok := e.rx.(netdev.BusyPoller)
+	if !ok {
+		t.Skipf("busy poll: the driver's %T does not implement netdev.BusyPoller", e.rx)
+	}
+	c := e.rx.Cache()
+	calls := 0
+	count := func(b *skb.Buff) { calls++; c.Free(b) }
+	if msg := panicOf(func() { bp.BusyPoll(1, nil, 0) }); msg == "" || !strings.Contains(msg, "nil") || strings.Contains(msg, "runtime error") {
+		t.Errorf("busy poll: BusyPoll(1, nil, 0) gave panic %q; want a panic with the driver's message naming the nil handler", msg)
+	}
+	start := time.Now()
+	if n, err := bp.BusyPoll(8, count, 0); n != 0 || err != nil || calls != 0 {
+		t.Errorf("busy poll: BusyPoll(8, h, 0) on an idle device: %d, %v, handler called %d times; want 0, nil, none", n, err, calls)
+	}
+	if took := time.Since(start); took > deliverWait {
+		t.Errorf("busy poll: BusyPoll(8, h, 0) on an idle device took %v; a zero timeout looks once", took)
+	}
+	const spin = 20 * time.Millisecond
+	start = time.Now()
+	n, err := bp.BusyPoll(8, count, spin)
+	took := time.Since(start)
+	if n != 0 || err != nil || calls != 0 {
+		t.Errorf("busy poll: BusyPoll(8, h, %v) on an idle device: %d, %v, handler called %d times; want 0, nil, none", spin, n, err, calls)
+	}
+	if took < spin || took > spin+deliverWait {
+		t.Errorf("busy poll: BusyPoll(8, h, %v) on an idle device returned after %v; want no sooner than its timeout, and within %v of it", spin, took, deliverWait)
+	}
+
+	const total = 20
+	e.sendBurst(0, total, e.small, true)
+	if n, err := bp.BusyPoll(0, count, deliverWait); n != 0 || err != nil || calls != 0 {
+		t.Errorf("busy poll: BusyPoll(0, h, %v) with packets sent: %d, %v, handler called %d times; a budget of 0 hands none over", deliverWait, n, err, calls)
+	}
+	if n, err := bp.BusyPoll(-1, count, deliverWait); n != 0 || err != nil || calls != 0 {
+		t.Errorf("busy poll: BusyPoll(-1, h, %v) with packets sent: %d, %v, handler called %d times; a negative budget hands none over", deliverWait, n, err, calls)
+	}
+	var recs []rxRec
+	var scratch []byte
+	keep := func(b *skb.Buff) { recs = append(recs, e.inspect(b, &scratch)); c.Free(b) }
+	for deadline := time.Now().Add(deliverWait); len(recs) < total && time.Now().Before(deadline); {
+		before := len(recs)
+		n, err := bp.BusyPoll(3, keep, deliverWait)
+		if err != nil {
+			t.Fatalf("busy poll: BusyPoll(3, h, %v) with packets sent: %v", deliverWait, err)
+		}
+		if n != len(recs)-before || n > 3 {
+			t.Fatalf("busy poll: BusyPoll(3, h, %v) returned %d and called the handler %d times; want the same count, at most the budget", deliverWait, n, len(recs)-before)
+		}
+	}
+	e.checkDelivery(fmt.Sprintf("busy poll: %d packets busy-polled with a budget of 3", total), recs, delivery{sent: total})
+
+	// A packet sent while BusyPoll spins is handed over by that call.
+	type got struct {
+		n    int
+		err  error
+		took time.Duration
+	}
+	gotc := make(chan got, 1)
+	recs = recs[:0]
+	go func() {
+		start := time.Now()
+		n, err := bp.BusyPoll(8, keep, -1)
+		gotc <- got{n, err, time.Since(start)}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	e.sendBurst(total, 1, e.small, false)
+	select {
+	case g := <-gotc:
+		if g.err != nil || g.n != 1 {
+			t.Errorf("busy poll: BusyPoll(8, h, -1), with a packet sent 20 ms into it, returned %d, %v after %v; want 1, nil", g.n, g.err, g.took)
+		}
+	case <-time.After(deliverWait):
+		e.rx.Close() // ends the spin, so the test can report
+		t.Fatalf("busy poll: BusyPoll(8, h, -1) had not returned %v after a packet was sent to it", deliverWait)
+	}
+	e.checkDelivery("busy poll: a packet sent while BusyPoll spun", recs, delivery{sent: total + 1, optional: seqs(0, total)})
+
+	// Close from another goroutine ends a BusyPoll without limit.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := bp.BusyPoll(8, count, -1)
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := e.rx.Close(); err != nil {
+		t.Errorf("busy poll: RX.Close: %v", err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("busy poll: BusyPoll(8, h, -1), ended by Close from another goroutine, returned %v; want an error matching net.ErrClosed", err)
+		}
+	case <-time.After(deliverWait):
+		t.Fatalf("busy poll: BusyPoll(8, h, -1) had not returned %v after another goroutine closed the device", deliverWait)
+	}
+	if n, err := bp.BusyPoll(8, count, -1); n != 0 || !errors.Is(err, net.ErrClosed) {
+		t.Errorf("busy poll: BusyPoll after Close: %d, %v; want 0 and an error matching net.ErrClosed", n, err)
 	}
 }
