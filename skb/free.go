@@ -91,10 +91,15 @@ func (b *Buff) ReleasePlain() (*Shared, int) {
 	return b.shinfo, int(b.class)
 }
 
+// doubleFreeHint ends a double free's panic message with its usual
+// causes: the second free is often a device's, freeing a buffer that its
+// owner had passed to Xmit twice (or freed, then passed on).
+const doubleFreeHint = " (freed already: a buffer passed to Free, to Xmit or to another owner is no longer the caller's, and a device frees each buffer Xmit took once: the same buffer given to Xmit twice is freed twice, and the second free panics here, inside the device)"
+
 func (b *Buff) releaseSlow(r Recycler) *Shared {
 	switch b.state {
 	case stateFree:
-		panic("skb: double free of " + b.describe())
+		panic("skb: double free of " + b.describe() + doubleFreeHint)
 	case stateDying:
 		panic("skb: free of " + b.describe() + " inside its data's destructor")
 	}

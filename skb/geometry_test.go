@@ -265,8 +265,8 @@ func TestDoubleFreeNamesSites(t *testing.T) {
 	c := newCache(t, pool.Config{})
 	b, _ := c.Alloc(10)
 	c.Free(b)
-	mustPanic(t, func() { c.Free(b) }, "double free", "allocated at:", "TestDoubleFreeNamesSites", "freed at:")
-	mustPanic(t, func() { b.Free() }, "double free")
+	mustPanic(t, func() { c.Free(b) }, "double free", "allocated at:", "TestDoubleFreeNamesSites", "freed at:", "given to Xmit twice")
+	mustPanic(t, func() { b.Free() }, "double free", "given to Xmit twice")
 }
 
 // TestCloneOfFreed checks that cloning a freed buffer panics, in every build:

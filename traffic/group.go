@@ -226,16 +226,22 @@ type runner struct {
 	active          []int   // the sinks still polled, in order
 	clk             *clock  // the sinks' clock
 	start, deadline time.Duration
-	nextTick        time.Duration // the end of the interval being counted
-	last            time.Duration // the end of the last Poll that counted packets; 0 before one
-	wait            time.Duration // a runner of several sinks: the last timeout of Wait
-	yield           bool          // spinning on the process's one P (soleP): yield it now and then (yieldEvery)
-	idleRounds      int           // rounds of empty Polls, for yield
+	nextTick        time.Duration     // the end of the interval being counted
+	last            time.Duration     // the end of the last Poll that counted packets; 0 before one
+	wait            time.Duration     // a runner of several sinks: the last timeout of Wait
+	yield           bool              // spinning on the process's one P (soleP): yield it now and then (yieldEvery)
+	bp              netdev.BusyPoller // Spin with one sink, on a device that busy-polls itself: the sink's device
+	idleRounds      int               // rounds of empty Polls, for yield
 }
 
 // init prepares the run from start to deadline, on the sinks' clock.
 func (r *runner) init(start, deadline time.Duration) {
 	r.yield = r.cfg.Spin && soleP()
+	if len(r.sinks) == 1 {
+		// A sink alone spins in its device's BusyPoll, when it has one;
+		// several are polled in turn, each Poll looking once.
+		r.bp = busyPoller(r.sinks[0].dev, r.cfg.Spin)
+	}
 	r.errs = make([]error, len(r.sinks))
 	r.active = make([]int, len(r.sinks))
 	for i, s := range r.sinks {
@@ -265,7 +271,7 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 		kept := r.active[:0]
 		for _, i := range r.active {
 			s := r.sinks[i]
-			n, err := s.Poll()
+			n, err := s.poll(r.bp)
 			// A Poll that handed over less than its budget drained the
 			// queue: polling again at once would find it empty. In a
 			// round of several, one that did not is polled again, up to
@@ -294,13 +300,14 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 			return r.clk.now()
 		}
 		if !got && r.cfg.Spin {
-			if r.idleRounds++; r.yield && r.idleRounds%yieldEvery == 0 {
+			if r.idleRounds++; r.yield && (r.bp != nil || r.idleRounds%yieldEvery == 0) {
 				runtime.Gosched()
 			}
 			// Spinning on empty queues: look at the clock (and the
 			// bounds, the interval and done) after every 64th Poll
-			// only, as the echo server does.
-			if spins += len(r.active); spins < 64 {
+			// only, as the echo server does; after every BusyPoll,
+			// which spun busySlice.
+			if spins += len(r.active); spins < 64 && r.bp == nil {
 				continue
 			}
 			spins = 0

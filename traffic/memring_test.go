@@ -1656,3 +1656,47 @@ func TestBusyPollerUsed(t *testing.T) {
 		})
 	}
 }
+
+// TestBusyPollerSink runs a spinning sink alone on a device that
+// busy-polls itself: it receives in BusyPoll, each call bounded by
+// busySlice, and counts every packet sent.
+func TestBusyPollerSink(t *testing.T) {
+	tx, mrx := pair(t, memring.Config{})
+	rx := &busyDev{Device: mrx}
+	s, err := NewSink(rx, SinkConfig{Spin: true, Duration: 5 * time.Second, Count: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan SinkResult)
+	go func() {
+		r, err := s.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		res <- r
+	}()
+	c := tx.Cache()
+	for i := range 500 {
+		b, err := c.Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		PutStamp(b.Put(64), Stamp{Run: 1, Seq: uint64(i)})
+		if err := tx.Xmit(b, false); err != nil {
+			t.Fatal(err)
+		}
+		if i%8 == 7 {
+			time.Sleep(100 * time.Microsecond) // let the sink spin on an empty ring now and then
+		}
+	}
+	r := <-res
+	if r.Packets != 500 || r.Lost != 0 {
+		t.Errorf("sink: %d packets, %d lost; want 500, 0", r.Packets, r.Lost)
+	}
+	if c := rx.calls.Load(); c == 0 {
+		t.Errorf("sink: no BusyPoll calls; want a spinning sink alone to receive in BusyPoll")
+	}
+	if l := time.Duration(rx.longest.Load()); l > busySlice || rx.bad.Load() > 0 {
+		t.Errorf("sink: a BusyPoll of %v (%d of 0 or less); want each bounded by busySlice (%v)", l, rx.bad.Load(), busySlice)
+	}
+}
