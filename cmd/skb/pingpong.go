@@ -167,7 +167,7 @@ type pingpongResultJSON struct {
 	Size        int     `json:"size"`
 	BusyPoll    bool    `json:"busy_poll"`
 	Dev         string  `json:"dev"`
-	Connect     string  `json:"connect"`
+	Connect     string  `json:"connect,omitempty"` // absent for --dev memring, which connects nowhere
 	CPUUser     float64 `json:"cpu_user"`
 	CPUSys      float64 `json:"cpu_sys"`
 	// Error is the run's error (the same as the error line on stderr
@@ -557,6 +557,9 @@ func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec
 		UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
 		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Late: r.Late, Stray: r.Stray, Resized: r.Resized, Size: r.Size, BusyPoll: o.busy,
 		Dev: spec.String(), Connect: dst.String(), stopInfo: si}
+	if spec.kind == devMemring {
+		j.Connect = ""
+	}
 	if runErr != nil {
 		j.Error = runErr.Error()
 	}

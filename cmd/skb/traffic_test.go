@@ -537,6 +537,9 @@ func TestMemringCLI(t *testing.T) {
 	if num(r, "iters") != 300 {
 		t.Errorf("pingpong over memring: %v", r)
 	}
+	if c, ok := r["connect"]; ok {
+		t.Errorf("pingpong over memring: \"connect\": %v; a memring pair connects nowhere: want no connect field", c)
+	}
 }
 
 // TestBigDatagrams checks that the udp receivers take every datagram
