@@ -26,3 +26,16 @@ func TestVersionAndHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedWarningPlural checks the sink's truncation warning in the
+// singular and the plural.
+func TestTruncatedWarningPlural(t *testing.T) {
+	for n, want := range map[uint64]string{
+		1: "skb: sink: warning: 1 packet was longer than the device's receive buffers and was dropped (rx_truncated)",
+		3: "skb: sink: warning: 3 packets were longer than the device's receive buffers and were dropped (rx_truncated)",
+	} {
+		if got := truncatedWarning(n); got != want {
+			t.Errorf("truncatedWarning(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

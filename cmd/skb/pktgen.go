@@ -393,7 +393,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 	if done := r.Packets + r.Errors; runErr != nil && r.Queued > done {
 		// A device that stopped taking packets (an interface removed
 		// under an AF_XDP queue) keeps what it had queued until Close.
-		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d of the %d packets queued were neither sent nor counted as errors: still in the device when the run ended\n", r.Queued-done, r.Queued)
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d of the %d packets queued %s neither sent nor counted as errors: still in the device when the run ended\n", r.Queued-done, r.Queued, plural(int(r.Queued-done), "was", "were"))
 	}
 	// The connected socket's refusals (ECONNREFUSED, from the ICMP port
 	// unreachable its earlier datagrams met) say for sure that the
@@ -409,7 +409,7 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		refused = late
 	}
 	if runErr == nil && r.Packets > 0 && r.FirstErr != nil && !refused {
-		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d packets not sent; the first error: %v\n", r.Errors, r.FirstErr)
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d %s not sent; the first error: %v\n", r.Errors, plural(int(r.Errors), "packet", "packets"), r.FirstErr)
 	}
 	if icmp > 0 && !refused {
 		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable messages reached this network namespace during the run (any program's, not only pktgen's): is the destination up, and does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",

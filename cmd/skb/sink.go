@@ -373,7 +373,8 @@ func unstampedNote(n uint64) string {
 // truncatedWarning is the sink's stderr line for n packets dropped as
 // longer than the receive buffers.
 func truncatedWarning(n uint64) string {
-	return fmt.Sprintf("skb: sink: warning: %d packets were longer than the device's receive buffers and were dropped (rx_truncated)", n)
+	return fmt.Sprintf("skb: sink: warning: %d %s longer than the device's receive buffers and %s dropped (rx_truncated)", n,
+		plural(int(min(n, 2)), "packet was", "packets were"), plural(int(min(n, 2)), "was", "were"))
 }
 
 // bindErr explains a failed bind of a, the address that the flag named flag

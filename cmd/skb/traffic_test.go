@@ -1573,7 +1573,7 @@ func TestPktgenInterfaceRemoved(t *testing.T) {
 		}
 		_, r := ndjson(t, b.stdout.String())
 		sent, errs, queued := num(r, "packets"), num(r, "errors"), num(r, "queued")
-		if held := queued - sent - errs; held > 0 && !strings.Contains(stderr.String(), fmt.Sprintf("%d of the %d packets queued were neither sent nor counted as errors", int(held), int(queued))) {
+		if held := queued - sent - errs; held > 0 && !strings.Contains(stderr.String(), fmt.Sprintf("%d of the %d packets queued %s neither sent nor counted as errors", int(held), int(queued), plural(int(held), "was", "were"))) {
 			t.Errorf("%s: %v queued, %v sent, %v errors; stderr %q does not say where the rest are", dev, queued, sent, errs, stderr.String())
 		}
 		l.Close()
