@@ -105,7 +105,11 @@ type FlowTotals struct {
 // lost, as any gap's do (a burst of loss). A stamp behind the flow, however
 // far, is a late packet (see FlowTotals.Reordered): packets held back by a
 // path for 65536 places and more come late in groups, which must not move
-// the flow back. With the stamp's check (see Stamp), which keeps corrupt
+// the flow back. One exception: a flow whose one stamp so far lies
+// MaxSeqAhead or more ahead of the next starts again at the next, and
+// that first stamp counts as untracked (a stray first, such as a stamp
+// forged at 2^63, would otherwise make every later packet of the flow
+// late; the flow's first packets do not come that late). With the stamp's check (see Stamp), which keeps corrupt
 // stamps out, this guards the count against a stamp from elsewhere (a
 // forged one, or a sender's bug): it costs one untracked packet rather than
 // up to 2^63 lost ones with every later packet reordered; a stamp taken at
@@ -348,12 +352,32 @@ func (c *Counter) Add(s Stamp) {
 			f.held = false
 		}
 	}
-	if !f.active {
-		*f = flowState{run: s.Run, active: true, first: s.Seq, next: s.Seq + 1, unique: 1, last: c.packets, epoch: c.epoch}
-		f.seen[(s.Seq/64)%dupWords] |= 1 << (s.Seq % 64)
-		return
+	switch {
+	case !f.active:
+		*f = flowState{run: s.Run, active: true, last: c.packets, epoch: c.epoch}
+		f.start(s.Seq)
+	case f.lone() && s.Seq < f.first && f.first-s.Seq >= MaxSeqAhead:
+		// The flow's one stamp so far lies MaxSeqAhead or more ahead
+		// of this one: a stray (see MaxSeqAhead), which would make
+		// every packet of the flow after it late. The flow starts again
+		// here, and the stray counts as untracked.
+		c.untracked++
+		f.start(s.Seq)
+	default:
+		f.place(s.Seq)
 	}
-	f.place(s.Seq)
+}
+
+// lone reports whether f has counted one stamp and nothing else: its
+// first, which nothing has confirmed yet.
+func (f *flowState) lone() bool { return f.unique == 1 && f.dup == 0 && f.reord == 0 }
+
+// start makes seq the first and only stamp f has counted, keeping its run,
+// its clock (last, epoch) and a held stamp.
+func (f *flowState) start(seq uint64) {
+	f.first, f.next, f.unique, f.reord, f.dup = seq, seq+1, 1, 0, 0
+	clear(f.seen[:])
+	f.seen[(seq/64)%dupWords] |= 1 << (seq % 64)
 }
 
 // place counts the sequence number seq in f, an active flow: ahead of it

@@ -174,9 +174,16 @@ func TestCounter(t *testing.T) {
 		{"burst then late", append(append(seqUpTo(1000), seq(0, 101000, 999)...), seq(0, rangeSeq(101001, 101100)...)...),
 			FlowTotals{Packets: 1101, Lost: 100000, Duplicates: 1, Flows: 1}},
 		{"forged near 2^32", append(seqUpTo(100), seq(0, 1<<32-1, 100, 101)...), FlowTotals{Packets: 103, Flows: 1, Untracked: 1}},
-		// A forged first stamp, then the genuine flow: late packets, not
-		// lost ones (the stamp's check keeps corrupt ones out).
-		{"forged first", append(seq(0, 1<<40), seqUpTo(100)...), FlowTotals{Packets: 101, Reordered: 100, Flows: 1}},
+		// A forged first stamp, then the genuine flow far behind it: the
+		// flow starts again at the genuine stamps, and the forged one is
+		// untracked (before, every genuine packet counted as late).
+		{"forged first", append(seq(0, 1<<40), seqUpTo(100)...), FlowTotals{Packets: 101, Flows: 1, Untracked: 1}},
+		{"forged first, 2^63", append(seq(0, 1<<63), seqUpTo(100)...), FlowTotals{Packets: 101, Flows: 1, Untracked: 1}},
+		// A first stamp less than MaxSeqAhead ahead of the next is the
+		// flow's: those behind it are late, and the gap below it lost.
+		{"late first, near", append(seq(0, 900), seqUpTo(100)...), FlowTotals{Packets: 101, Lost: 800, Reordered: 100, Flows: 1}},
+		// A flow past its first stamp does not start again.
+		{"far behind, after two", append(seq(0, 1<<40, 1<<40+1), seqUpTo(100)...), FlowTotals{Packets: 102, Reordered: 100, Flows: 1}},
 		{"far behind, then more", seq(0, 1<<40, 1<<40+1, 7, 8, 10), FlowTotals{Packets: 5, Reordered: 3, Flows: 1}},
 	}
 	for _, tc := range tests {
@@ -942,4 +949,39 @@ func TestCounterOneFlowPerRun(t *testing.T) {
 	if got, want := d.Totals(), (FlowTotals{Packets: 1002, Flows: 1, Untracked: 3}); got != want {
 		t.Errorf("a stray first: Totals = %+v, want %+v", got, want)
 	}
+}
+
+// FuzzCounter adds stamps of a few flows and runs with arbitrary sequence
+// numbers (near 0, near 2^63 and near 2^64, so that forged and wrapping
+// ones come in): Add never panics, and the totals stay consistent with
+// what was added (every packet counted once, no more late, duplicate or
+// untracked packets than packets).
+func FuzzCounter(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 0, 2, 0, 3})
+	f.Add([]byte{0x80, 0, 0, 1, 0, 2, 0x40, 3})
+	f.Add([]byte{0xff, 0, 0xff, 1, 0, 0xfe, 0xc0, 0xff})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var c Counter
+		n := uint64(0)
+		for i := 0; i+1 < len(in); i += 2 {
+			op, v := in[i], uint64(in[i+1])
+			var s uint64
+			switch op >> 6 {
+			case 0:
+				s = v
+			case 1:
+				s = v * 700
+			case 2:
+				s = 1<<63 + v
+			case 3:
+				s = ^uint64(0) - v
+			}
+			c.Add(Stamp{Run: uint32(op>>4) & 1, Flow: uint32(op & 3), Seq: s})
+			n++
+		}
+		tot := c.Totals()
+		if tot.Packets != n || tot.Untracked > n || tot.Reordered+tot.Duplicates+tot.Untracked > n {
+			t.Fatalf("%d stamps added: %+v", n, tot)
+		}
+	})
 }
