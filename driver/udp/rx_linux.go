@@ -809,22 +809,17 @@ const (
 // spinRecv probes with non-blocking receives of one datagram, in rounds
 // of spinTries, until one comes (it is then pending for the Poll that
 // follows), timeout passes (negative: never; zero: one probe), the device
-// is closed, or a receive fails. The clock is read only after a round
-// that found nothing, the first included, so a datagram already queued
-// costs no reading; the deadline counts from the end of that first round.
+// is closed, or a receive fails. The clock is read as BusyPoll's spin
+// reads it (busy.over).
 func (d *Device) spinRecv(timeout time.Duration) (spinState, unix.Errno) {
-	tries := spinTries
-	if timeout == 0 {
-		tries = 1
-	}
-	var deadline time.Time
+	sp := busy{timeout: timeout}
 	for {
 		var ok bool
 		var e unix.Errno
 		if d.rx.ctrlLen > 0 {
 			// GRO or PktInfo: recvmsg, for the control message, one
 			// call at a time.
-			for range tries {
+			for range sp.tries() {
 				if ok, e = d.recvOne(unix.MSG_DONTWAIT); ok || e != unix.EAGAIN {
 					break
 				}
@@ -835,7 +830,7 @@ func (d *Device) spinRecv(timeout time.Duration) (spinState, unix.Errno) {
 				return spinNoBuf, 0
 			}
 			var n, calls int
-			n, e, calls = mmsg.RecvfromSpin(d.fd, p, name, namelen, tries)
+			n, e, calls = mmsg.RecvfromSpin(d.fd, p, name, namelen, sp.tries())
 			d.tickDropsN(calls)
 			switch e {
 			case 0:
@@ -855,15 +850,8 @@ func (d *Device) spinRecv(timeout time.Duration) (spinState, unix.Errno) {
 			return spinNoBuf, 0
 		case e != unix.EAGAIN:
 			return spinErr, e
-		case timeout == 0:
+		case sp.over():
 			return spinTimeout, 0
-		case timeout > 0:
-			now := time.Now()
-			if deadline.IsZero() {
-				deadline = now.Add(timeout)
-			} else if !now.Before(deadline) {
-				return spinTimeout, 0
-			}
 		}
 	}
 }
