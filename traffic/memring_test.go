@@ -527,21 +527,30 @@ func TestSinkLastInterval(t *testing.T) {
 	}
 }
 
+// echoOn runs Echo with cfg on dev in a goroutine, failing t on its
+// error; stop ends it and returns its result.
+func echoOn(t *testing.T, dev netdev.Device, cfg EchoConfig) (stop func() EchoResult) {
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := make(chan EchoResult, 1)
+	go func() {
+		r, err := Echo(ctx, dev, cfg)
+		if err != nil {
+			t.Error(err)
+		}
+		srv <- r
+	}()
+	return func() EchoResult {
+		cancel()
+		return <-srv
+	}
+}
+
 func TestPingPongMemring(t *testing.T) {
 	for _, busy := range []bool{false, true} {
 		a, b := pair(t, memring.Config{})
-		ctx, cancel := context.WithCancel(context.Background())
-		srv := make(chan EchoResult)
-		go func() {
-			r, err := Echo(ctx, b, EchoConfig{Spin: busy})
-			if err != nil {
-				t.Error(err)
-			}
-			srv <- r
-		}()
+		stop := echoOn(t, b, EchoConfig{Spin: busy})
 		r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 300, BusyPoll: busy, Size: 100})
-		cancel()
-		sr := <-srv
+		sr := stop()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1537,18 +1546,9 @@ func TestPktgenWarm(t *testing.T) {
 func TestBusyPollOneP(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	a, b := pair(t, memring.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := make(chan EchoResult)
-	go func() {
-		r, err := Echo(ctx, b, EchoConfig{Spin: true})
-		if err != nil {
-			t.Error(err)
-		}
-		srv <- r
-	}()
+	stop := echoOn(t, b, EchoConfig{Spin: true})
 	r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 2000, Warmup: -1, BusyPoll: true, Size: 100, Duration: 2 * time.Second})
-	cancel()
-	<-srv
+	stop()
 	if err != nil || r.Iters != 2000 {
 		t.Fatalf("%d of 2000 round trips in 2 s (%v) with one P", r.Iters, err)
 	}
@@ -1624,18 +1624,9 @@ func TestBusyPollerUsed(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			ma, mb := pair(t, memring.Config{})
 			a, b := &busyDev{Device: ma}, &busyDev{Device: mb}
-			ctx, cancel := context.WithCancel(context.Background())
-			srv := make(chan EchoResult)
-			go func() {
-				r, err := Echo(ctx, b, EchoConfig{Spin: true})
-				if err != nil {
-					t.Error(err)
-				}
-				srv <- r
-			}()
+			stop := echoOn(t, b, EchoConfig{Spin: true})
 			r, err := PingPong(context.Background(), a, PingPongConfig{Iters: 1000, Warmup: -1, BusyPoll: true, Size: 100, Duration: 5 * time.Second})
-			cancel()
-			sr := <-srv
+			sr := stop()
 			if err != nil || r.Iters != 1000 || sr.Echoed != 1000 {
 				t.Fatalf("%d of 1000 round trips, %d echoed (%v)", r.Iters, sr.Echoed, err)
 			}

@@ -369,44 +369,33 @@ func BenchmarkExchange(b *testing.B) {
 	c := d.Cache()
 	got := false
 	h := func(p *skb.Buff) { got = true; c.Free(p) }
-	b.Run("skb", func(b *testing.B) {
-		defer pin(0)()
-		b.ReportAllocs()
-		for range b.N {
-			p, err := c.Alloc(64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.Put(64)
-			if err := d.Xmit(p, false); err != nil {
-				b.Fatal(err)
-			}
-			for got = false; !got; {
-				if _, err := d.Poll(1, h); err != nil {
+	for _, v := range []struct {
+		name string
+		recv func() (int, error)
+	}{
+		{"skb", func() (int, error) { return d.Poll(1, h) }},
+		{"busypoll", func() (int, error) { return d.BusyPoll(1, h, time.Second) }},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			defer pin(0)()
+			b.ReportAllocs()
+			for range b.N {
+				p, err := c.Alloc(64)
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-		}
-	})
-	b.Run("busypoll", func(b *testing.B) {
-		defer pin(0)()
-		b.ReportAllocs()
-		for range b.N {
-			p, err := c.Alloc(64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.Put(64)
-			if err := d.Xmit(p, false); err != nil {
-				b.Fatal(err)
-			}
-			for got = false; !got; {
-				if _, err := d.BusyPoll(1, h, time.Second); err != nil {
+				p.Put(64)
+				if err := d.Xmit(p, false); err != nil {
 					b.Fatal(err)
 				}
+				for got = false; !got; {
+					if _, err := v.recv(); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-		}
-	})
+		})
+	}
 	buf := make([]byte, 2048)
 	b.Run("raw", func(b *testing.B) {
 		defer pin(0)()
