@@ -2,11 +2,7 @@
 
 package mmsg
 
-import (
-	"unsafe"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // RecvfromSpin is RecvfromNow made again at once while the socket is
 // empty: up to tries non-blocking recvfrom(2) calls (MSG_DONTWAIT |
@@ -38,8 +34,5 @@ import (
 // µs at 350 ns a call, 40 µs at 1.3 µs under a hypervisor that makes
 // system calls slow), and reaches a preemption point between spins.
 func RecvfromSpin(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32, tries int) (n int, errno unix.Errno, calls int) {
-	r, c, e := spin6(unix.SYS_RECVFROM, uintptr(fd),
-		uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT|unix.MSG_TRUNC,
-		uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(namelen)), uintptr(max(tries, 1)))
-	return int(r), e, int(c)
+	return recvfromSpin(fd, p, name, namelen, max(tries, 1))
 }

@@ -2,18 +2,24 @@
 
 package mmsg
 
-import "golang.org/x/sys/unix"
+import (
+	"unsafe"
 
-// spin6 makes system call trap with Raw6, again at once while it fails
-// with EAGAIN or EINTR, at most tries times (tries >= 1), and returns the
-// last call's result (r1, -1 for an error), how many calls it made and
-// the errno (see RecvfromSpin; on amd64 it is one assembly loop).
-func spin6(trap, a1, a2, a3, a4, a5, a6, tries uintptr) (r1, calls uintptr, errno unix.Errno) {
-	for {
-		calls++
-		r1, _, errno = Raw6(trap, a1, a2, a3, a4, a5, a6)
-		if errno == 0 || calls >= tries || errno != unix.EAGAIN && errno != unix.EINTR {
-			return r1, calls, errno
+	"golang.org/x/sys/unix"
+)
+
+// recvfromSpin is RecvfromSpin for tries >= 1, a Go loop over Raw6. Each
+// call converts the pointers to uintptr in Raw6's own argument list (an
+// assembly function): converted before a Go function's call, they would
+// not keep a caller's stack variables in place if the stack moved at that
+// function's entry, and the kernel would write into the old stack.
+func recvfromSpin(fd int, p []byte, name *unix.RawSockaddrInet6, namelen *uint32, tries int) (int, unix.Errno, int) {
+	for calls := 1; ; calls++ {
+		r, _, e := Raw6(unix.SYS_RECVFROM, uintptr(fd),
+			uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_DONTWAIT|unix.MSG_TRUNC,
+			uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(namelen)))
+		if e == 0 || calls >= tries || e != unix.EAGAIN && e != unix.EINTR {
+			return int(r), e, calls
 		}
 	}
 }

@@ -103,3 +103,47 @@ func BenchmarkRecvfromSpin(b *testing.B) {
 		}
 	})
 }
+
+// spinDeep calls RecvfromSpin depth frames down, into buffers on its own
+// stack, and reports whether they got want (its length, its bytes, an
+// IPv4 source): a stack that grows during the call, and moves, must not
+// leave the kernel writing where the variables were.
+//
+//go:noinline
+func spinDeep(depth, fd int, want string) bool {
+	if depth > 0 {
+		var pad [48]byte
+		pad[depth%48] = byte(depth)
+		return spinDeep(depth-1, fd, want) && pad[depth%48] == byte(depth)
+	}
+	var buf [16]byte
+	var name unix.RawSockaddrInet6
+	namelen := uint32(unsafe.Sizeof(name))
+	n, e, _ := RecvfromSpin(fd, buf[:], &name, &namelen, 8)
+	return e == 0 && n == len(want) && string(buf[:n]) == want && namelen == unix.SizeofSockaddrInet4 && name.Family == unix.AF_INET
+}
+
+// TestRecvfromSpinStackMove receives into a caller's stack variables from
+// fresh goroutines at 400 depths, so that some calls land where the
+// goroutine's small stack must grow: every datagram must arrive in the
+// variables (the Go loop of other architectures once converted the
+// pointers before a Go call, and lost the datagram when the stack moved).
+func TestRecvfromSpinStackMove(t *testing.T) {
+	fd, sa := udpSocket(t)
+	src, _ := udpSocket(t)
+	const msg = "sixteen bytes!!!"
+	bad := 0
+	for depth := range 400 {
+		if err := unix.Sendto(src, []byte(msg), 0, sa); err != nil {
+			t.Fatal(err)
+		}
+		ok := make(chan bool)
+		go func() { ok <- spinDeep(depth, fd, msg) }()
+		if !<-ok {
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of 400 depths: the datagram did not reach the caller's stack variables", bad)
+	}
+}
