@@ -107,17 +107,23 @@ type Device interface {
 // caller's loop of Polls. A driver implements it where each look at the
 // queue is a system call (the UDP driver), so that the spin can make one
 // probe after another with nothing in between; a ring in user memory
-// (memring, AF_XDP) gains nothing from it. Callers that spin (traffic's
-// busy-polling ping-pong and echo) use it when the device has it.
+// (memring, AF_XDP) or a kernel ring mapped into the process (AF_PACKET's
+// TPACKET_V3) gains nothing from it. Callers that spin (traffic's
+// busy-polling ping-pong, echo server and sink) use it when the device has
+// it. The spin holds its P: a program on one P (GOMAXPROCS 1) yields it
+// (runtime.Gosched) after a BusyPoll that found nothing, or its other
+// goroutines run only when the runtime preempts the spin (every 10-20 ms).
 type BusyPoller interface {
 	Device
 
 	// BusyPoll hands over up to budget packets as Poll does, first
 	// spinning, when nothing is pending, until a packet comes or timeout
 	// passes (a negative timeout spins without limit, zero looks once),
-	// one CPU busy meanwhile. It returns what Poll returns, (0, nil) when
+	// one CPU busy meanwhile; packets the device drops (and counts) do
+	// not end the spin. It returns what Poll returns, (0, nil) when
 	// the timeout passed with nothing received (never before it; after it
-	// by at most the driver's round of probes, as it documents), and
+	// by at most the driver's round of probes and one more, as it
+	// documents), and
 	// ErrClosed when the device is closed during the spin (Close from
 	// another goroutine ends it).
 	BusyPoll(budget int, h Handler, timeout time.Duration) (int, error)

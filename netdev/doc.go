@@ -32,7 +32,8 @@
 // # Concurrency
 //
 // A Device is one queue and belongs to one goroutine: Xmit, Flush, Poll, Wait
-// and the device's Cache are used from that goroutine only. Stats and Close
+// (BusyPoll, on a BusyPoller) and the device's Cache are used from that
+// goroutine only. Stats and Close
 // are safe from any goroutine. The drivers do not lock their queues (a lock
 // per packet would cost more than the rest of Xmit): two goroutines calling
 // Xmit on one device at once corrupt its queue, which shows as a nil

@@ -81,7 +81,9 @@ type Config struct {
 	// the device queue under the socket, where the device supports it (not
 	// loopback); when raising it is not permitted (it needs CAP_NET_ADMIN
 	// above net.core.busy_read) the spinning stays and the option is
-	// skipped. Zero means Wait sleeps.
+	// skipped. Zero means Wait sleeps. The method Device.BusyPoll spins
+	// whatever this says, in user space alone: only this field sets
+	// SO_BUSY_POLL.
 	BusyPoll time.Duration
 
 	// KeepP makes Wait sleep in the kernel without handing the calling

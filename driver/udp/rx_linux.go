@@ -149,7 +149,9 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 // PktInfo, for the control messages) until a datagram comes, timeout
 // passes (a negative timeout spins without limit, zero probes once), or
 // the device is closed, then hands over up to budget datagrams as Poll
-// does. A budget of 0 or less hands nothing over and does not spin. It is
+// does. A datagram dropped on the way (too long for the receive buffer,
+// rx_truncated) does not end the spin. A budget of 0 or less hands
+// nothing over and does not spin. It is
 // the receive of a busy-polling ping-pong or echo server (traffic.PingPong
 // with BusyPoll, traffic.Echo with Spin), which would otherwise call Poll
 // in a loop.
@@ -160,9 +162,12 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 // the handler by the frames a probe of Poll's takes (BenchmarkExchange: a
 // datagram already queued costs BusyPoll what it costs Poll). The clock
 // is read, and Close looked at, between rounds only, and the clock only
-// once a round has found nothing: a spin that ends for its timeout ends
-// up to one round (11-45 µs) after it, never before. BusyPoll does not
-// need Config.BusyPoll, which makes Wait spin the same way.
+// once a probe has found nothing (the first round of a positive timeout
+// is one probe): a spin that ends for its timeout ends up to a round and
+// a probe (12-47 µs) after it, never before. BusyPoll does not need
+// Config.BusyPoll, which makes Wait spin the same way and sets
+// SO_BUSY_POLL as well (the kernel's own busy poll of a NIC's queue, which
+// BusyPoll alone does not ask for).
 //
 // It returns what Poll returns, and (0, nil) when the timeout passed with
 // nothing received; ErrClosed when the device was closed during the spin
@@ -188,9 +193,11 @@ type busy struct {
 }
 
 // tries returns how many probes the next round makes: one when the
-// timeout is zero (look once), spinTries otherwise.
+// timeout is zero (look once), and for a positive one before its deadline
+// is set (the first round, whose end starts the clock); spinTries
+// otherwise.
 func (b *busy) tries() int {
-	if b.timeout == 0 {
+	if b.timeout == 0 || b.timeout > 0 && b.deadline.IsZero() {
 		return 1
 	}
 	return spinTries
@@ -199,8 +206,9 @@ func (b *busy) tries() int {
 // over reports, after a round that found nothing, whether the spin is
 // over: at once for a zero timeout, never for a negative one, and for a
 // positive one once the clock passes the deadline, which the first such
-// round sets (so a datagram already queued costs no reading of the
-// clock).
+// round, a single probe, sets (so a datagram already queued costs no
+// reading of the clock, and the spin ends at most a round and a probe
+// after its timeout).
 func (b *busy) over() bool {
 	switch {
 	case b.timeout == 0:
@@ -238,6 +246,11 @@ func (d *Device) poll(budget int, h netdev.Handler, sp *busy) (int, error) {
 			}
 			if r.next >= r.n && r.drained {
 				// Another call would find the queue empty.
+				if sp != nil && done == 0 && !sp.over() {
+					// BusyPoll, whose datagram was dropped (truncated):
+					// spin on for one to hand over.
+					continue
+				}
 				break
 			}
 			continue
@@ -299,7 +312,7 @@ func (d *Device) poll(budget int, h netdev.Handler, sp *busy) (int, error) {
 			}
 		} else if _, err := d.recv(want, unix.MSG_DONTWAIT); err != nil {
 			if err == unix.EAGAIN {
-				if sp != nil && done == 0 {
+				if sp != nil && done == 0 && !sp.over() {
 					// BusyPoll: the queue is empty; spin with probes
 					// of one (recv marked the device sparse).
 					continue
@@ -746,8 +759,9 @@ func (d *Device) DstAddr() netip.Addr {
 // which costs the kernel less than a recvmmsg that finds one datagram and
 // tries for a second, in rounds of spinTries probes with nothing between
 // them (mmsg.RecvfromSpin), reading the clock and looking at Close between
-// rounds: a Wait that times out ends up to a round (tens of µs) after its
-// timeout. BusyPoll spins the same way and hands over what it finds.
+// rounds: a Wait that times out ends up to a round and a probe (tens of
+// µs) after its timeout. BusyPoll spins the same way and hands over what
+// it finds.
 //
 // The Go scheduler takes the P of a goroutine that sleeps in a system call
 // for more than 20 µs when no other P is idle, and the goroutine must get

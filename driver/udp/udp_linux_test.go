@@ -547,6 +547,43 @@ func TestTruncated(t *testing.T) {
 	}
 }
 
+// TestBusyPollTruncated has BusyPoll find a datagram too long for the
+// receive buffer (dropped, rx_truncated) before a short one comes: the
+// spin goes on and hands over the short one, rather than returning
+// (0, nil) as if its timeout had passed. For the plain, GRO and PktInfo
+// receive paths.
+func TestBusyPollTruncated(t *testing.T) {
+	for _, c := range []Config{{}, {GRO: true}, {PktInfo: true}} {
+		t.Run(fmt.Sprintf("gro=%v,pktinfo=%v", c.GRO, c.PktInfo), func(t *testing.T) {
+			c.RecvSize = 600
+			tx, rx := pair(t, lo4, Config{}, c)
+			if err := tx.Xmit(fill(t, tx, 1, 1000), false); err != nil {
+				t.Fatal(err)
+			}
+			sent := make(chan error, 1)
+			go func() {
+				time.Sleep(20 * time.Millisecond)
+				sent <- tx.Xmit(fill(t, tx, 2, 100), false)
+			}()
+			var got []uint32
+			h := func(b *skb.Buff) {
+				got = append(got, binary.BigEndian.Uint32(b.Data()))
+				rx.Cache().Free(b)
+			}
+			n, err := rx.BusyPoll(8, h, 5*time.Second)
+			if serr := <-sent; serr != nil {
+				t.Fatal(serr)
+			}
+			if n != 1 || err != nil || len(got) != 1 || got[0] != 2 {
+				t.Errorf("BusyPoll with a truncated datagram, then a short one 20 ms later: %d, %v, got seqs %v; want 1, nil, [2]", n, err, got)
+			}
+			if st := rx.Stats(); st.RxTruncated != 1 {
+				t.Errorf("rx_truncated %d, want 1", st.RxTruncated)
+			}
+		})
+	}
+}
+
 // TestKernelDrops overflows a small receive buffer and checks that what
 // arrives plus what the kernel reports dropped (rx_dropped_kernel, read with
 // SO_MEMINFO) is what was sent.
