@@ -33,7 +33,8 @@ type EchoConfig struct {
 	// Spin polls again at once after an empty Poll instead of sleeping in
 	// the device's Wait (busy polling); a device that busy-polls itself
 	// (netdev.BusyPoller: the UDP driver) spins in its BusyPoll instead,
-	// busySlice (50 µs) at a time, as PingPongConfig.BusyPoll does.
+	// 50 µs at a time (on the process's one P, one round of probes,
+	// after which it yields the P), as PingPongConfig.BusyPoll does.
 	Spin bool
 
 	// Duration bounds the run (0 means DefaultSinkDuration); Idle stops it
@@ -394,7 +395,7 @@ loop:
 		var n int
 		var err error
 		if e.bp != nil {
-			n, err = e.bp.BusyPoll(e.cfg.Budget, e.handler, busySlice)
+			n, err = e.bp.BusyPoll(e.cfg.Budget, e.handler, spinSlice(e.yield))
 		} else {
 			n, err = e.dev.Poll(e.cfg.Budget, e.handler)
 		}
@@ -415,7 +416,7 @@ loop:
 			// Spinning on an empty queue: look at the clock (and the
 			// bounds, the interval and ctx) every 64th time only, so that
 			// a spin costs little more than the device's probe; after
-			// every BusyPoll, which spun busySlice.
+			// every BusyPoll, which spun its slice.
 			if spins++; e.bp == nil && spins&63 != 0 {
 				continue
 			}

@@ -271,7 +271,7 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 		kept := r.active[:0]
 		for _, i := range r.active {
 			s := r.sinks[i]
-			n, err := s.poll(r.bp)
+			n, err := s.poll(r.bp, spinSlice(r.yield))
 			// A Poll that handed over less than its budget drained the
 			// queue: polling again at once would find it empty. In a
 			// round of several, one that did not is polled again, up to
@@ -306,7 +306,7 @@ func (r *runner) poll(done <-chan struct{}, ticks bool) time.Duration {
 			// Spinning on empty queues: look at the clock (and the
 			// bounds, the interval and done) after every 64th Poll
 			// only, as the echo server does; after every BusyPoll,
-			// which spun busySlice.
+			// which spun its slice.
 			if spins += len(r.active); spins < 64 && r.bp == nil {
 				continue
 			}

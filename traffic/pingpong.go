@@ -124,8 +124,9 @@ type PingPongResult struct {
 
 	Min, Mean, P50, P90, P99, P999, Max time.Duration
 
-	// Lost counts requests that got no reply within Timeout (not
-	// measured); Late counts those of them whose reply came later: found
+	// Lost counts measured requests (not the Warmup's) that got no reply
+	// within Timeout, so that Iters + Lost is the requests measured; Late
+	// counts those of them whose reply came later: found
 	// by the Poll after the wait that timed out, or while a later request
 	// was awaited (then also counted in Stray), each once however many
 	// copies of it come, so Late <= Lost; Stray counts packets
@@ -158,7 +159,8 @@ type pinger struct {
 	t0, t1   time.Duration // the measured request's Xmit and its reply's hand-over
 	stray    uint64
 	resized  uint64 // of stray: this run's stamp, another length
-	late     int    // replies that came after their request's Timeout
+	late     int    // replies that came after their request's Timeout, warm-up included (for ErrNoReply's message)
+	lateRun  int    // of late, the measured requests' (the result's Late)
 	// lostSeqs holds the requests counted lost whose reply has not come:
 	// one that comes later counts in late once, and leaves; a copy of a
 	// reply (a server or path that duplicates) is stray alone. Made at
@@ -323,6 +325,9 @@ func (p *pinger) handle(b *skb.Buff) {
 			} else if _, lost := p.lostSeqs[st.Seq]; lost {
 				// The reply to a request given up on: late.
 				p.late++
+				if st.Seq >= uint64(p.cfg.Warmup) {
+					p.lateRun++
+				}
 				delete(p.lostSeqs, st.Seq)
 			}
 		}
@@ -365,7 +370,7 @@ var errRunOver = errors.New("traffic: pingpong: run over")
 // run have left at the last reading of the clock (t0 for the first).
 // With BusyPoll it polls without waiting, reading the clock every 256th
 // empty Poll; on a device that busy-polls itself (netdev.BusyPoller) it
-// calls BusyPoll instead, for busySlice at most, and reads the clock
+// calls BusyPoll instead, for spinSlice at most, and reads the clock
 // after each that found nothing.
 func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 	n, idle := 0, 0 // idle: empty Polls so far
@@ -378,7 +383,7 @@ func (p *pinger) await(t0 time.Duration, done <-chan struct{}) (bool, error) {
 		}
 		var err error
 		if p.bp != nil {
-			n, err = p.bp.BusyPoll(p.cfg.Budget, p.handler, min(busySlice, max(left, 0)))
+			n, err = p.bp.BusyPoll(p.cfg.Budget, p.handler, min(spinSlice(p.yield), max(left, 0)))
 		} else {
 			n, err = p.dev.Poll(p.cfg.Budget, p.handler)
 		}
@@ -446,7 +451,9 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		p.want, p.got = uint64(i), false
 		if err := p.send(uint64(i), p.clk.wall(t0)); err != nil {
 			if errors.Is(err, pool.ErrExhausted) {
-				res.Lost++
+				if i >= cfg.Warmup {
+					res.Lost++
+				}
 				continue
 			}
 			runErr = err
@@ -473,9 +480,14 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			break
 		}
 		if !ok {
-			res.Lost++
+			if i >= cfg.Warmup {
+				res.Lost++
+			}
 			if p.got {
 				p.late++
+				if i >= cfg.Warmup {
+					p.lateRun++
+				}
 			} else {
 				if p.lostSeqs == nil {
 					p.lostSeqs = make(map[uint64]struct{})
@@ -515,7 +527,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		// A run of fewer than NoReplyTries requests, none answered.
 		runErr = noReply(unanswered, p.late, cfg.Timeout)
 	}
-	res.Stray, res.Late, res.Resized = p.stray, p.late, p.resized
+	res.Stray, res.Late, res.Resized = p.stray, p.lateRun, p.resized
 	res.Iters = len(rtt)
 	if res.Iters == 0 {
 		return *res, runErr

@@ -56,7 +56,8 @@ type SinkConfig struct {
 	// the device's Wait: lower latency, one core busy all the time. A
 	// sink alone (not one of several run together) on a device that
 	// busy-polls itself (netdev.BusyPoller: the UDP driver) spins in its
-	// BusyPoll, busySlice (50 µs) at a time, as the echo server does.
+	// BusyPoll, 50 µs at a time (on the process's one P, one round of
+	// probes, after which it yields the P), as the echo server does.
 	Spin bool
 
 	// Sleep, when positive, sleeps this long after an empty Poll instead
@@ -311,12 +312,11 @@ func NewSink(dev netdev.Device, cfg SinkConfig) (*Sink, error) {
 // allows all its sinks), counting every packet it hands over and freeing
 // it, and returns how many it handed over. When Count allows none it
 // returns 0 without polling. It allocates nothing.
-func (s *Sink) Poll() (int, error) { return s.poll(nil) }
+func (s *Sink) Poll() (int, error) { return s.poll(nil, 0) }
 
-// poll is Poll, through bp's BusyPoll (busySlice at most) when bp is not
-// nil: the spinning run of a sink alone on a device that busy-polls
-// itself.
-func (s *Sink) poll(bp netdev.BusyPoller) (int, error) {
+// poll is Poll, through bp's BusyPoll (slice at most) when bp is not nil:
+// the spinning run of a sink alone on a device that busy-polls itself.
+func (s *Sink) poll(bp netdev.BusyPoller, slice time.Duration) (int, error) {
 	left := s.limit - min(s.packets, s.limit)
 	if s.quota != nil {
 		left = s.quota.left.Load()
@@ -330,7 +330,7 @@ func (s *Sink) poll(bp netdev.BusyPoller) (int, error) {
 	var n int
 	var err error
 	if bp != nil {
-		n, err = bp.BusyPoll(budget, s.handler, busySlice)
+		n, err = bp.BusyPoll(budget, s.handler, slice)
 	} else {
 		n, err = s.dev.Poll(budget, s.handler)
 	}
