@@ -93,7 +93,11 @@ that came.
 
 --busy-poll spins on the device's poll instead of sleeping while waiting: no
 wake-up on the reply's path, one core kept busy. Give it on both sides to
-measure the spinning floor. Without it each side sleeps until the kernel
+measure the spinning floor, each side on a CPU of its own (taskset): two
+spinning sides on one CPU take turns at the scheduler's pace (a round
+trip of hundreds of µs, where sleeping sides take tens). Over udp the
+spin is the device's BusyPoll, probing the socket in an assembly loop of
+non-blocking receives. Without it each side sleeps until the kernel
 wakes it: over --dev afxdp in poll(2) on the socket, as over udp in the
 socket's receive, so that a round trip costs the two wake-ups and no nap.
 
@@ -190,8 +194,12 @@ type echoResultJSON struct {
 	Seconds float64 `json:"seconds"`
 	Errors  uint64  `json:"errors"`
 	Other   uint64  `json:"other"`
-	Dev     string  `json:"dev"`
-	Listen  string  `json:"listen"`
+	// KernelDrops counts the requests the kernel dropped before the
+	// server received them (rx_dropped_kernel: the socket's receive
+	// buffer full), as the sink's kernel_drops does.
+	KernelDrops uint64 `json:"kernel_drops"`
+	Dev         string `json:"dev"`
+	Listen      string `json:"listen"`
 	// FirstError is the first answer's refusal, when one was refused.
 	FirstError string `json:"first_error,omitempty"`
 	stopInfo
@@ -314,8 +322,10 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	}
 	var r traffic.EchoResult
 	var runErr error
+	st0 := dev.Stats()
 	onThread(func() { r, runErr = traffic.Echo(sc, dev, cfg) })
-	txt := fmt.Sprintf("echoed %d packets, %d bytes in %.2f seconds; %d errors", r.Echoed, r.Bytes, r.Seconds, r.Errors)
+	kdrops := dev.Stats().RxDropped[netdev.DropKernel] - st0.RxDropped[netdev.DropKernel]
+	txt := fmt.Sprintf("echoed %d packets, %d bytes in %.2f seconds; %d errors, %d kernel drops", r.Echoed, r.Bytes, r.Seconds, r.Errors, kdrops)
 	switch {
 	case r.Other > 0 && spec.link():
 		// Not requests: whatever else the link carries (on a fresh IPv6
@@ -329,7 +339,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pingpong: warning: %d answers were refused, the first with: %v\n", r.Errors, r.FirstErr)
 	}
 	j := echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
-		Dev: spec.String(), Listen: listen.String(), stopInfo: sc.stopped()}
+		KernelDrops: kdrops, Dev: spec.String(), Listen: listen.String(), stopInfo: sc.stopped()}
 	if r.FirstErr != nil {
 		j.FirstError = r.FirstErr.Error()
 	}
@@ -528,7 +538,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 			lost = fmt.Sprintf("; %d %s before the refusal got no reply within %v (a request the server takes as it stops is never answered)",
 				r.Lost, plural(r.Lost, "request", "requests"), o.timeout)
 		}
-		endErr = fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable) after %d measured round trips: the `skb pingpong --server` there stopped during the run (its --duration, --idle or --count?)%s; the result above is what was measured",
+		endErr = fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable) after %d measured round trips: the `skb pingpong --server` there stopped during the run (its --duration, --idle or --count, or it was killed?)%s; the result above is what was measured",
 			dst, r.Iters, lost)
 	case runErr != nil:
 		endErr = fmt.Errorf("pingpong: %w", runErr)

@@ -597,7 +597,7 @@ func TestListenPortZero(t *testing.T) {
 			func(addr string) []string {
 				return []string{"pingpong", "--connect", addr, "-n", "10", "--timeout", "2s"}
 			},
-			`"echoed":11,`},
+			`"echoed":11,"bytes":704,`},
 	} {
 		t.Run(tc.args[0], func(t *testing.T) {
 			cmd := exec.Command(buildSkb(t), append(tc.args, "--listen", "127.0.0.1:0")...)
@@ -626,7 +626,8 @@ func TestListenPortZero(t *testing.T) {
 			select {
 			case err := <-done:
 				done <- err
-				if err != nil || !strings.Contains(out.String(), tc.result) || !strings.Contains(out.String(), `"listen":"`+m[1]+`"`) {
+				if err != nil || !strings.Contains(out.String(), tc.result) || !strings.Contains(out.String(), `"listen":"`+m[1]+`"`) ||
+					tc.args[0] == "pingpong" && !strings.Contains(out.String(), `"kernel_drops":0,`) {
 					t.Errorf("%v: %v; stdout %q, stderr %q", tc.args, err, out.String(), errOut.String())
 				}
 			case <-time.After(15 * time.Second):
