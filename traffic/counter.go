@@ -105,11 +105,16 @@ type FlowTotals struct {
 // lost, as any gap's do (a burst of loss). A stamp behind the flow, however
 // far, is a late packet (see FlowTotals.Reordered): packets held back by a
 // path for 65536 places and more come late in groups, which must not move
-// the flow back. One exception: a flow whose one stamp so far lies
-// MaxSeqAhead or more ahead of the next starts again at the next, and
-// that first stamp counts as untracked (a stray first, such as a stamp
-// forged at 2^63, would otherwise make every later packet of the flow
-// late; the flow's first packets do not come that late). With the stamp's check (see Stamp), which keeps corrupt
+// the flow back. One exception: a stamp MaxSeqAhead or more behind a
+// flow's one stamp so far is held too, and when the stamp after it
+// follows it and not that first, the flow starts again at it and the
+// first counts as untracked (a stray first, such as a stamp forged at
+// 2^63 or 2^64-1, would otherwise make every later packet of the flow
+// late, or count the whole gap to the flow lost); when the next follows
+// the first instead (a sink started in the middle of a flow, whose
+// second packet came that late), the held one counts as late. A genuine
+// first that came MaxSeqAhead or more early, before all the packets
+// behind it, is then untracked, and its sequence number lost. With the stamp's check (see Stamp), which keeps corrupt
 // stamps out, this guards the count against a stamp from elsewhere (a
 // forged one, or a sender's bug): it costs one untracked packet rather than
 // up to 2^63 lost ones with every later packet reordered; a stamp taken at
@@ -333,15 +338,43 @@ func (c *Counter) Add(s Stamp) {
 	}
 	f.last, f.epoch = c.packets, c.epoch
 	switch {
-	case f.active && f.held && follows(f.pend, s.Seq):
-		// The flow moved to the held stamp, which counts now.
+	case f.active && f.held && follows(f.pend, s.Seq) && !(f.pend < f.first && follows(f.first, s.Seq)):
+		// The flow moved to the held stamp, which counts now (not when
+		// the stamp follows the flow's first as well, for a held stamp
+		// behind it: the flow goes on from its first then).
 		c.untracked--
 		f.held = false
-		f.place(f.pend)
+		if f.pend < f.first && f.lone() {
+			// The held stamp lies far behind the flow's one stamp so
+			// far, and the flow goes on from it: that first stamp was
+			// a stray (see MaxSeqAhead). The flow starts again at the
+			// held stamp, and the stray counts as untracked.
+			c.untracked++
+			f.start(f.pend)
+		} else {
+			f.place(f.pend)
+		}
+	case f.active && f.lone() && s.Seq < f.first && f.first-s.Seq >= MaxSeqAhead:
+		// MaxSeqAhead or more behind the flow's one stamp so far: a
+		// stray first, or a packet that late to a sink started in the
+		// middle of the flow. Held, as a stamp far ahead is: the flow
+		// starts again here if the next stamp follows this one (checked
+		// before far, which a first stamp at 2^64-1, whose next wraps to
+		// 0, would take every later stamp to be).
+		f.held, f.pend, f.heldN = true, s.Seq, 0
+		c.untracked++
+		return
 	case f.active && far(f.next, s.Seq):
 		f.held, f.pend, f.heldN = true, s.Seq, 0
 		c.untracked++
 		return
+	case f.held && f.pend < f.first:
+		// A stamp that does not follow a held one far behind the flow:
+		// the flow goes on from its first, and the held stamp was a
+		// late packet, which counts as late now.
+		c.untracked--
+		f.held = false
+		f.place(f.pend)
 	case f.held:
 		// A stamp near the flow leaves a held one held for a few more (a
 		// late packet from before a burst of loss may come between the
@@ -352,20 +385,12 @@ func (c *Counter) Add(s Stamp) {
 			f.held = false
 		}
 	}
-	switch {
-	case !f.active:
+	if !f.active {
 		*f = flowState{run: s.Run, active: true, last: c.packets, epoch: c.epoch}
 		f.start(s.Seq)
-	case f.lone() && s.Seq < f.first && f.first-s.Seq >= MaxSeqAhead:
-		// The flow's one stamp so far lies MaxSeqAhead or more ahead
-		// of this one: a stray (see MaxSeqAhead), which would make
-		// every packet of the flow after it late. The flow starts again
-		// here, and the stray counts as untracked.
-		c.untracked++
-		f.start(s.Seq)
-	default:
-		f.place(s.Seq)
+		return
 	}
+	f.place(s.Seq)
 }
 
 // lone reports whether f has counted one stamp and nothing else: its

@@ -985,3 +985,38 @@ func FuzzCounter(f *testing.F) {
 		}
 	})
 }
+
+// TestCounterLoneFirst covers a flow's first stamp far from the stamps
+// after it: a stray first (forged, or at 2^64-1, where the next sequence
+// number wraps) is untracked and costs no loss; a genuine first whose
+// second stamp is a packet far behind it (a sink started in the middle of
+// the flow) keeps the flow there, and that packet counts as late.
+func TestCounterLoneFirst(t *testing.T) {
+	span := func(a, b uint64) []uint64 {
+		var v []uint64
+		for s := a; s < b; s++ {
+			v = append(v, s)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		seqs []uint64
+		want FlowTotals
+	}{
+		{"forged at 2^40", append([]uint64{1 << 40}, span(0, 100)...), FlowTotals{Packets: 101, Flows: 1, Untracked: 1}},
+		{"forged at 2^64-1", append([]uint64{^uint64(0)}, span(1<<40, 1<<40+100)...), FlowTotals{Packets: 101, Flows: 1, Untracked: 1}},
+		{"mid-flow, a late second", append([]uint64{100000, 98000}, span(100001, 101000)...), FlowTotals{Packets: 1001, Reordered: 1, Flows: 1}},
+		{"mid-flow, a late second, then nothing", []uint64{100000, 98000}, FlowTotals{Packets: 2, Flows: 1, Untracked: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Counter
+			for _, s := range tc.seqs {
+				c.Add(Stamp{Run: 1, Seq: s})
+			}
+			if got := c.Totals(); got != tc.want {
+				t.Errorf("Totals = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
