@@ -133,9 +133,14 @@ type PingPongResult struct {
 	// received that were not the awaited reply (replies to earlier
 	// requests, a reply of another length than its request, other
 	// traffic).
-	Lost  int
-	Late  int
-	Stray uint64
+	Lost int
+	Late int
+	// WarmupLost and WarmupLate are Lost and Late for the Warmup's
+	// requests, counted apart: no reply in time during the warm-up
+	// usually says why a run measured nothing (a timeout too short, the
+	// run's Duration spent waiting).
+	WarmupLost, WarmupLate int
+	Stray                  uint64
 	// Resized counts the packets of Stray that carry a stamp of this
 	// run but not Size bytes of payload: requests of the run that came
 	// back cut short or grown on the way.
@@ -161,6 +166,7 @@ type pinger struct {
 	resized  uint64 // of stray: this run's stamp, another length
 	late     int    // replies that came after their request's Timeout, warm-up included (for ErrNoReply's message)
 	lateRun  int    // of late, the measured requests' (the result's Late)
+	lateWarm int    // of late, the warm-up's (the result's WarmupLate)
 	// lostSeqs holds the requests counted lost whose reply has not come:
 	// one that comes later counts in late once, and leaves; a copy of a
 	// reply (a server or path that duplicates) is stray alone. Made at
@@ -327,6 +333,8 @@ func (p *pinger) handle(b *skb.Buff) {
 				p.late++
 				if st.Seq >= uint64(p.cfg.Warmup) {
 					p.lateRun++
+				} else {
+					p.lateWarm++
 				}
 				delete(p.lostSeqs, st.Seq)
 			}
@@ -453,6 +461,8 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			if errors.Is(err, pool.ErrExhausted) {
 				if i >= cfg.Warmup {
 					res.Lost++
+				} else {
+					res.WarmupLost++
 				}
 				continue
 			}
@@ -482,11 +492,15 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		if !ok {
 			if i >= cfg.Warmup {
 				res.Lost++
+			} else {
+				res.WarmupLost++
 			}
 			if p.got {
 				p.late++
 				if i >= cfg.Warmup {
 					p.lateRun++
+				} else {
+					p.lateWarm++
 				}
 			} else {
 				if p.lostSeqs == nil {
@@ -527,7 +541,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		// A run of fewer than NoReplyTries requests, none answered.
 		runErr = noReply(unanswered, p.late, cfg.Timeout)
 	}
-	res.Stray, res.Late, res.Resized = p.stray, p.lateRun, p.resized
+	res.Stray, res.Late, res.WarmupLate, res.Resized = p.stray, p.lateRun, p.lateWarm, p.resized
 	res.Iters = len(rtt)
 	if res.Iters == 0 {
 		return *res, runErr

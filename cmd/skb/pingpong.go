@@ -78,8 +78,9 @@ multicast, nor port 0) to a unicast address, whose checksums hold and
 whose IPv6 options the host would take; the rest count as other frames. An answer the device refuses counts in errors, and
 the first refusal's reason is printed on stderr ("first_error" in --json).
 
-A request without a reply within --timeout (default 1s, from its send to
-its reply's receipt) counts as lost, also when its reply comes later (a
+A measured request without a reply within --timeout (default 1s, from its
+send to its reply's receipt) counts as lost (a warm-up request as
+warmup_lost), also when its reply comes later (a
 reply is waited for no longer than that, and one that comes later is in no
 round trip): the result's last line says how many ("lost" in --json; "late"
 those whose reply came later, each once however many copies came; "stray"
@@ -166,6 +167,8 @@ type pingpongResultJSON struct {
 	Max         float64 `json:"max_us"`
 	Lost        int     `json:"lost"`
 	Late        int     `json:"late"`
+	WarmupLost  int     `json:"warmup_lost"`
+	WarmupLate  int     `json:"warmup_late"`
 	Stray       uint64  `json:"stray"`
 	Resized     uint64  `json:"resized"`
 	Size        int     `json:"size"`
@@ -336,7 +339,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	}
 	if r.FirstErr != nil && !f.asJSON {
 		// On stderr: the result line stays one line for scripts.
-		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pingpong: warning: %d answers were refused, the first with: %v\n", r.Errors, r.FirstErr)
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pingpong: warning: %d %s refused, the first with: %v\n", r.Errors, plural(int(r.Errors), "answer was", "answers were"), r.FirstErr)
 	}
 	j := echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
 		KernelDrops: kdrops, Dev: spec.String(), Listen: listen.String(), stopInfo: sc.stopped()}
@@ -470,7 +473,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		var err error
 		switch {
 		case runErr == nil && sc.signal() == 0:
-			err = noIters(o, r.Lost)
+			err = noIters(o, r.Lost+r.WarmupLost)
 		case runErr == nil:
 		case errors.Is(runErr, syscall.ECONNREFUSED):
 			err = fmt.Errorf("pingpong: %v refused the packets (ICMP port unreachable): is `skb pingpong --server` running there?", dst)
@@ -487,7 +490,7 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 				what = what[i+len(traffic.ErrNoReply.Error()):]
 			}
 			switch {
-			case r.Late > 0:
+			case r.Late+r.WarmupLate > 0:
 				err = fmt.Errorf("pingpong: no reply from %v%s: give a longer --timeout", dst, what)
 			case r.Resized > 0:
 				// Something answers, but not with this run's requests
@@ -521,13 +524,16 @@ func runPingClient(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 		fmt.Fprintf(w, "%d bytes in %.2f seconds = %.2f Mbit/sec\n", r.Bytes, usec/1e6, r.Mbps)
 		fmt.Fprintf(w, "%d iters in %.2f seconds = %.2f usec/iter\n", r.Iters, usec/1e6, r.UsecPerIter)
 		fmt.Fprintf(w, "p50 = %.2f usec, p99 = %.2f usec, p99.9 = %.2f usec\n", us(r.P50), us(r.P99), us(r.P999))
-		if r.Lost > 0 && !refused {
+		if (r.Lost > 0 || r.WarmupLost > 0) && !refused {
 			// After a refusal the error line counts them.
-			late := ""
+			late, warm := "", ""
 			if r.Late > 0 {
 				late = fmt.Sprintf("; %d came later", r.Late)
 			}
-			fmt.Fprintf(w, "%d %s lost (no reply within %v%s)\n", r.Lost, plural(r.Lost, "request", "requests"), o.timeout, late)
+			if r.WarmupLost > 0 {
+				warm = fmt.Sprintf(", and %d of the warm-up's", r.WarmupLost)
+			}
+			fmt.Fprintf(w, "%d %s lost (no reply within %v%s)%s\n", r.Lost, plural(r.Lost, "request", "requests"), o.timeout, late, warm)
 		}
 	}
 	var endErr error
@@ -565,7 +571,7 @@ func printPingResult(p *printer, r traffic.PingPongResult, o *pingpongOpts, spec
 	cu, cs := cpuTimes()
 	j := pingpongResultJSON{CPUUser: cu, CPUSys: cs, Type: "result", Iters: r.Iters, Bytes: r.Bytes, Seconds: r.Seconds, Mbps: r.Mbps,
 		UsecPerIter: r.UsecPerIter, P50: us(r.P50), P90: us(r.P90), P99: us(r.P99), P999: us(r.P999),
-		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Late: r.Late, Stray: r.Stray, Resized: r.Resized, Size: r.Size, BusyPoll: o.busy,
+		Min: us(r.Min), Mean: us(r.Mean), Max: us(r.Max), Lost: r.Lost, Late: r.Late, WarmupLost: r.WarmupLost, WarmupLate: r.WarmupLate, Stray: r.Stray, Resized: r.Resized, Size: r.Size, BusyPoll: o.busy,
 		Dev: spec.String(), Connect: dst.String(), stopInfo: si}
 	if spec.kind == devMemring {
 		j.Connect = ""

@@ -412,8 +412,8 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d %s not sent; the first error: %v\n", r.Errors, plural(int(r.Errors), "packet", "packets"), r.FirstErr)
 	}
 	if icmp > 0 && !refused {
-		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable messages reached this network namespace during the run (any program's, not only pktgen's): is the destination up, and does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",
-			icmp, dst.Port(), int(dst.Port())+o.flows-1)
+		fmt.Fprintf(cmd.ErrOrStderr(), "skb: pktgen: warning: %d ICMP destination unreachable %s reached this network namespace during the run (any program's, not only pktgen's): is the destination up, and does something listen on every flow's port (%d to %d)? A sink counts loss only on the ports it listens on\n",
+			icmp, plural(int(icmp), "message", "messages"), dst.Port(), int(dst.Port())+o.flows-1)
 	}
 	var refusal string
 	if refused {

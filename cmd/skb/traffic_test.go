@@ -414,6 +414,37 @@ func TestPingPongCutReplies(t *testing.T) {
 	}
 }
 
+// TestPingPongLateWarmupHint answers every request 30 ms late, past the
+// client's 20 ms timeout: the first requests, the warm-up's, get no reply
+// in time and their replies come while the next are awaited, so the
+// client fails saying the replies came later and to give a longer
+// --timeout (the warm-up's late replies count apart, in warmup_late).
+func TestPingPongLateWarmupHint(t *testing.T) {
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			reply := append([]byte(nil), buf[:n]...)
+			time.AfterFunc(30*time.Millisecond, func() { c.WriteTo(reply, from) })
+		}
+	}()
+	addr := c.LocalAddr().String()
+	out, errOut, code := skb(t, "pingpong", "--connect", addr, "-n", "100", "--timeout", "20ms", "--json")
+	_, r := ndjson(t, out)
+	if code != 1 || !strings.Contains(errOut, "came later") || !strings.Contains(errOut, "give a longer --timeout") ||
+		num(r, "warmup_late") < 1 || num(r, "late") != 0 || num(r, "lost") != 0 || num(r, "warmup_lost") < 3 {
+		t.Errorf("exit %d, result %v, stderr %q; want exit 1, the late replies said, with the hint of a longer --timeout, counted as the warm-up's", code, r, errOut)
+	}
+}
+
 // TestPingPongFrom runs a server bound to the wildcard address with
 // --from: it answers a loopback client when the prefix holds 127.0.0.1,
 // and counts the requests as not answered when it does not.
