@@ -256,8 +256,9 @@ func (b *Buff) IsGSO() bool {
 }
 
 // SetGSO sets the GSO parameters in the shared info: size payload bytes per
-// segment, segs segments, of type t; size 0 clears them. It panics if a value
-// does not fit in 16 bits or b's data is shared.
+// segment, segs segments, of type t; size 0 clears all three (b is then no
+// GSO buffer, whatever segs and t say). It panics if a value does not fit in
+// 16 bits or b's data is shared.
 func (b *Buff) SetGSO(size, segs int, t GSOType) {
 	b.checkLive()
 	if size < 0 || size > 0xffff || segs < 0 || segs > 0xffff {
@@ -265,6 +266,9 @@ func (b *Buff) SetGSO(size, segs int, t GSOType) {
 	}
 	b.writableShinfo("set gso")
 	b.shClean = false
+	if size == 0 {
+		segs, t = 0, 0
+	}
 	h := &b.shinfo.hot
 	h.gsoSize, h.gsoSegs, h.gsoType = uint16(size), uint16(segs), t
 }
@@ -277,9 +281,14 @@ func (b *Buff) SetGSO(size, segs int, t GSOType) {
 // data, panic there). It replaces any earlier destructor; nil removes it. A transmit path
 // uses it to learn of completion (seed 000: the driver frees the caller's
 // buffer when the device is done with it). It panics on a cloned buffer,
-// whose shared info the clones share, as SetGSO does.
+// whose shared info the clones share, as SetGSO does, and inside the
+// destructor itself (the block is going back to its pool, where a
+// destructor set then would run on whichever buffer got the block next).
 func (b *Buff) SetDestructor(fn func(*Buff)) {
 	b.checkLive()
+	if b.state == stateDying {
+		panic("skb: SetDestructor on " + b.describe() + " inside its data's destructor")
+	}
 	b.writableShinfo("set destructor")
 	b.shinfo.destructor = fn
 	if fn != nil {

@@ -66,6 +66,9 @@ func TestDestructorSeesLiveBuffer(t *testing.T) {
 		got = string(x.Data())
 		mustPanic(t, func() { x.Free() }, "inside its data's destructor")
 		mustPanic(t, func() { x.Clone(c) }, "inside its data's destructor")
+		// A destructor set now would stay on the block, for whichever
+		// buffer gets it next.
+		mustPanic(t, func() { x.SetDestructor(func(*skb.Buff) {}) }, "SetDestructor", "inside its data's destructor")
 	})
 	cl := c.Clone(b)
 	c.Free(b) // not the last user: nothing runs
