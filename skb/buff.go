@@ -2,6 +2,7 @@ package skb
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 )
 
@@ -453,7 +454,7 @@ func (b *Buff) Put(n int) []byte {
 func (b *Buff) Push(n int) []byte {
 	b.checkLive()
 	d := b.data
-	if uint(n) > uint(d) || b.state == stateCloned && b.sharedNow() {
+	if uint(n) > uint(d) || b.m.len+uint32(n) < b.m.len || b.state == stateCloned && b.sharedNow() {
 		panic(misuse{b, opPush, n, atomic.LoadInt32(&b.shinfo.dataref)})
 	}
 	d -= uint32(n)
@@ -541,6 +542,8 @@ func (m misuse) Error() string {
 		why = "is negative"
 	case m.op == opPush && uint(n) > uint(b.data):
 		why = "past the headroom"
+	case m.op == opPush && uint64(b.m.len)+uint64(n) > math.MaxUint32:
+		why = fmt.Sprintf("past the largest packet (%d bytes, 4 GiB - 1)", uint32(math.MaxUint32))
 	case m.op == opReserve && b.m.len != 0:
 		why = "on a buffer holding data"
 	case m.op == opReserve && n < -int(b.data):

@@ -743,3 +743,76 @@ func TestCowHeadCompactKeeps(t *testing.T) {
 		t.Errorf("the destructor ran %d times in all; want 1", ran)
 	}
 }
+
+// bigPageRecycler takes back the test's one large page: nothing to do.
+type bigPageRecycler struct{}
+
+func (bigPageRecycler) RecyclePage(*skb.Page) {}
+
+// TestPushPastLargestPacket grows a packet with frags of one 256 MiB page
+// (virtual memory the test never touches) to 50 bytes under 4 GiB: a Push
+// of 100 must panic naming the limit, not wrap the packet's 32-bit length.
+func TestPushPastLargestPacket(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(100)
+	defer c.Free(b)
+	b.Put(100)
+	var pg skb.Page
+	pg.InitPage(make([]byte, 1<<28), 0, bigPageRecycler{})
+	pg.ResetRefs()
+	if uint64(math.MaxInt) < math.MaxUint32 {
+		t.Skip("a packet of 4 GiB needs a 64-bit int")
+	}
+	for left := uint64(math.MaxUint32 - 100 - 50); left > 0; {
+		n := min(left, 1<<28)
+		if left > n {
+			pg.Get()
+		}
+		b.AddRxFrag(&pg, 0, int(n))
+		left -= n
+	}
+	mustPanic(t, func() { b.Push(100) }, "push 100 past the largest packet")
+	if want := uint64(math.MaxUint32 - 50); b.Len() != b.HeadLen()+b.DataLen() || uint64(b.Len()) != want {
+		t.Errorf("after the refused Push: len %d, headlen %d + datalen %d; want %d, unchanged", b.Len(), b.HeadLen(), b.DataLen(), want)
+	}
+	b.Push(50) // to the last byte: allowed
+}
+
+// TestLinearizeWithoutSlack linearizes a packet that fits the largest class
+// only without the 128 bytes of slack a pull adds to the tailroom: it must
+// fit, not fail with ErrTooBig.
+func TestLinearizeWithoutSlack(t *testing.T) {
+	c := newCache(t, pool.Config{Classes: []pool.Class{{Size: 2048}, {Size: 2200}}})
+	b, err := c.Alloc(1800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free(b)
+	copy(b.Put(1900), bytes.Repeat([]byte{'h'}, 1900))
+	pg, off, err := c.AllocFrag(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(pg.Bytes()[off:off+50], bytes.Repeat([]byte{'f'}, 50))
+	b.AddRxFrag(pg, off, 50)
+	if err := b.Linearize(c); err != nil {
+		t.Fatalf("Linearize of %d bytes behind %d of headroom with a 2200-byte class: %v", b.Len(), b.Headroom(), err)
+	}
+	if b.DataLen() != 0 || b.Len() != 1950 || !bytes.Equal(b.Data()[1900:], bytes.Repeat([]byte{'f'}, 50)) {
+		t.Errorf("after Linearize: len %d, datalen %d, tail %q", b.Len(), b.DataLen(), b.Data()[1900:])
+	}
+}
+
+// TestSetGSOZeroClears checks that a gso_size of 0 clears the segment count
+// and type too, and that CopyHeader of a nil buffer panics naming it.
+func TestSetGSOZeroClears(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(100)
+	defer c.Free(b)
+	b.SetGSO(1400, 5, skb.GSOUDPL4)
+	b.SetGSO(0, 5, skb.GSOUDPL4)
+	if b.IsGSO() || b.GSOSize() != 0 || b.GSOSegs() != 0 || b.GSOType() != 0 {
+		t.Errorf("after SetGSO(0, 5, GSOUDPL4): size %d segs %d type %v; want all cleared", b.GSOSize(), b.GSOSegs(), b.GSOType())
+	}
+	mustPanic(t, func() { b.CopyHeader(nil) }, "copy header", "nil *Buff")
+}

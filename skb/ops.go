@@ -436,7 +436,9 @@ func (b *Buff) ExpandHead(a Allocator, nhead, ntail int) error {
 
 // Linearize moves all paged data into the linear part, reallocating the head
 // when the tailroom is short or the data is shared (skb_linearize). On error b
-// is unchanged and still the caller's. Linearize does not take ownership of b.
+// holds the same bytes and is still the caller's, though its linear data may
+// have moved to a block of its own (the reallocation comes first, as in the
+// kernel). Linearize does not take ownership of b.
 func (b *Buff) Linearize(a Allocator) error {
 	b.checkLive()
 	if b.m.dataLen == 0 {
@@ -447,9 +449,10 @@ func (b *Buff) Linearize(a Allocator) error {
 
 // PskbMayPull makes sure the first n bytes of b are in the linear data,
 // moving them out of the frags and frag list when they are not
-// (pskb_may_pull). It returns ErrRange when b is shorter than n, or the
-// allocator's error; b is then unchanged. It panics on a negative n. It
-// does not take ownership of b.
+// (pskb_may_pull). It returns ErrRange when b is shorter than n (b is then
+// unchanged), or the allocator's error (b then holds the same bytes, though
+// its linear data may have moved to a block of its own, as Linearize's
+// may). It panics on a negative n. It does not take ownership of b.
 func (b *Buff) PskbMayPull(a Allocator, n int) error {
 	b.checkLive()
 	if n < 0 {
@@ -474,7 +477,13 @@ func (b *Buff) pullTail(a Allocator, delta int) error {
 		if eat > 0 {
 			grow = eat + pullTailSlack
 		}
-		if err := b.ExpandHead(a, 0, grow); err != nil {
+		err := b.ExpandHead(a, 0, grow)
+		if errors.Is(err, ErrTooBig) && grow > eat {
+			// The slack is a convenience: without it the bytes may
+			// still fit the largest class.
+			err = b.ExpandHead(a, 0, eat)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -694,6 +703,9 @@ func cloneList(a Allocator, first *Buff) (*Buff, error) {
 // CopyExpand). b keeps its lengths and geometry. It panics if b's shared info is
 // shared (the GSO fields live there). It takes ownership of neither buffer.
 func (b *Buff) CopyHeader(old *Buff) {
+	if b == nil || old == nil {
+		panic(fmt.Sprintf("skb: copy header from %p into %p: a nil *Buff", old, b))
+	}
 	b.checkLive()
 	old.checkLive()
 	b.writableShinfo("copy header")

@@ -102,7 +102,9 @@ func (f Frag) Size() int { return int(f.size) }
 
 // Bytes returns the fragment's bytes. The slice aliases the page and is valid
 // until the buffer holding the fragment is changed or freed; it may be shared
-// with other buffers, so it must not be written unless the page's Refs is 1.
+// with other buffers, so it must not be written unless the page's Refs is 1
+// and the buffer is not Cloned (a clone shares the frags through the
+// shared info, without a reference of its own on the page).
 func (f Frag) Bytes() []byte {
 	return f.page.buf[f.off : f.off+f.size : f.off+f.size]
 }
