@@ -81,8 +81,10 @@ func (d *debugState) free(b *skb.Buff, skip int) *skb.Buff {
 }
 
 // poison fills a freed block with poisonFree.
-func (d *debugState) poison(s *skb.Shared) {
-	mem := s.Bytes()
+func (d *debugState) poison(s *skb.Shared) { poisonBytes(s.Bytes()) }
+
+// poisonBytes fills mem, a freed block or frag page, with poisonFree.
+func poisonBytes(mem []byte) {
 	if len(mem) == 0 {
 		return
 	}

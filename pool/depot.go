@@ -156,6 +156,11 @@ func (p *Pool) RecyclePage(pg *skb.Page) {
 		d.mu.Unlock()
 		panic(fmt.Sprintf("pool: page %p (address %#x in its arena) freed while a cache still carves fragments from it: one Put more than the references taken (AllocFrag gives one, Get one more)", pg, pg.Addr()))
 	}
+	if p.dbg != nil {
+		// Debug mode: a frag read after its page's last Put shows 0x6b,
+		// as freed blocks do.
+		poisonBytes(pg.Bytes())
+	}
 	d.free = append(d.free, pg)
 	d.st.frees.Add(1)
 	d.mu.Unlock()

@@ -101,8 +101,9 @@ type Config struct {
 	// and then base pages.
 	HugePages bool
 	// Debug records allocation and free sites, detects double frees with both
-	// sites named, poisons freed data with 0x6b (SLUB's POISON_FREE), delays
-	// header reuse, and enables Outstanding. It slows every operation.
+	// sites named, poisons freed data (blocks, and frag pages once their
+	// last reference goes) with 0x6b (SLUB's POISON_FREE), delays header
+	// reuse, and enables Outstanding. It slows every operation.
 	Debug bool
 	// Name appears in leak reports.
 	Name string

@@ -885,3 +885,29 @@ func TestBoundedClassFlowsBack(t *testing.T) {
 		tx.Close()
 	}
 }
+
+// TestDebugPoisonsPages checks that debug mode poisons a frag page when its
+// last reference goes, as it poisons freed blocks: a stale frag then reads
+// 0x6b, not the packet it held.
+func TestDebugPoisonsPages(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		p := newPool(t, pool.Config{Debug: debug})
+		pg, err := p.AllocPage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := pg.Bytes()
+		for i := range stale {
+			stale[i] = 'X'
+		}
+		pg.Put()
+		if got, want := stale[len(stale)/2], byte('X'); debug {
+			want = 0x6b
+			if got != want || stale[0] != want || stale[len(stale)-1] != want {
+				t.Errorf("debug pool: a freed page reads %#x %#x %#x; want 0x6b throughout", stale[0], got, stale[len(stale)-1])
+			}
+		} else if got != want {
+			t.Errorf("pool without debug: a freed page reads %#x; want it left as it was (%#x): no poisoning cost", got, want)
+		}
+	}
+}
