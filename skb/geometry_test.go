@@ -816,3 +816,32 @@ func TestSetGSOZeroClears(t *testing.T) {
 	}
 	mustPanic(t, func() { b.CopyHeader(nil) }, "copy header", "nil *Buff")
 }
+
+// TestCowHeadNonlinearLargestClass asks CowHead for more headroom on a
+// 2500-byte nonlinear packet whose head a PskbMayPull moved into the
+// largest class: the head cannot grow, and the packet must be copied into
+// a block that fits it (linear), not refused with ErrTooBig.
+func TestCowHeadNonlinearLargestClass(t *testing.T) {
+	c := newCache(t, pool.Config{})
+	b, _ := c.Alloc(1500)
+	defer c.Free(b)
+	want := bytes.Repeat([]byte("0123456789"), 250)
+	copy(b.Put(1500), want)
+	pg, off, err := c.AllocFrag(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(pg.Bytes()[off:off+1000], want[1500:])
+	b.AddRxFrag(pg, off, 1000)
+	if err := b.PskbMayPull(c, 2000); err != nil {
+		t.Fatal(err)
+	}
+	b.SetNetworkHeader(0)
+	if err := b.CowHead(c, 256); err != nil {
+		t.Fatalf("CowHead(256) of %d bytes, head end %d: %v", b.Len(), b.End(), err)
+	}
+	got := make([]byte, b.Len())
+	if err := b.CopyBits(0, got); err != nil || !bytes.Equal(got, want) || b.Headroom() < 256 || b.NetworkOffset() != 0 {
+		t.Errorf("after CowHead: headroom %d, bytes equal %v (%v), network header at %d", b.Headroom(), bytes.Equal(got, want), err, b.NetworkOffset())
+	}
+}

@@ -293,7 +293,9 @@ func (b *Buff) dropData(a Allocator) {
 // headroom is short (skb_cow_head). It reallocates as ExpandHead does, with
 // the extra rounded up to 64 bytes (the page frags stay shared), except for a
 // linear buffer that is shared (Cloned) or whose block cannot grow by the
-// extra: that one is copied as CopyExpand copies, into the smallest block
+// extra, and a nonlinear one whose head is already in the largest class
+// (after a PskbMayPull, say): that one is copied as CopyExpand copies
+// (frags and frag list too, into linear data), into the smallest block
 // holding its data behind max(headroom, 128 bytes or its headroom if less,
 // the bytes of headers pulled in front of its data), the rest of that block
 // its tailroom. So a clone of a received GRO train, whose head is the whole
@@ -322,9 +324,12 @@ func (b *Buff) CowHead(a Allocator, headroom int) error {
 		return nil
 	}
 	if b.IsNonlinear() {
-		return b.ExpandHead(a, delta, 0)
-	}
-	if !cloned {
+		if err := b.ExpandHead(a, delta, 0); !errors.Is(err, ErrTooBig) {
+			return err
+		}
+		// A head in the largest class cannot grow: the packet is copied
+		// whole into a block that fits it, below.
+	} else if !cloned {
 		if _, ok := blockSize(delta, int(b.end), 0); ok {
 			if err := b.ExpandHead(a, delta, 0); !errors.Is(err, ErrTooBig) {
 				return err
