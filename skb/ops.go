@@ -483,7 +483,7 @@ func (b *Buff) pullTail(a Allocator, delta int) error {
 			grow = eat + pullTailSlack
 		}
 		err := b.ExpandHead(a, 0, grow)
-		if errors.Is(err, ErrTooBig) && grow > eat {
+		if errors.Is(err, ErrTooBig) && eat > 0 {
 			// The slack is a convenience: without it the bytes may
 			// still fit the largest class.
 			err = b.ExpandHead(a, 0, eat)
