@@ -78,7 +78,9 @@ func sumBuff(b *skb.Buff, off, n int, sum uint16, pos int) (uint16, int) {
 // 2-byte field does not end inside it (as after a Pull past csum_start).
 // When b's data is shared (b.Cloned), it first makes the linear data
 // private with b.CowHead(a, 0), as skb_ensure_writable does; the frags stay
-// shared and are only read. It returns ErrCloned when a is nil then, and
+// shared and are only read (unless the head cannot grow in a's classes, when
+// CowHead copies the packet whole into linear data). It returns ErrCloned
+// when a is nil then, and
 // CowHead's error wrapped when that fails. On error b is unchanged.
 //
 // FinishChecksumBuff does not take ownership of b. It does not allocate

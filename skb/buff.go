@@ -454,7 +454,9 @@ func (b *Buff) Put(n int) []byte {
 func (b *Buff) Push(n int) []byte {
 	b.checkLive()
 	d := b.data
-	if uint(n) > uint(d) || b.m.len+uint32(n) < b.m.len || b.state == stateCloned && b.sharedNow() {
+	// n past the headroom, or past the room left in the 32-bit length
+	// (^len): one compare, which keeps Push inlined.
+	if uint(n) > uint(min(d, ^b.m.len)) || b.state == stateCloned && b.sharedNow() {
 		panic(misuse{b, opPush, n, atomic.LoadInt32(&b.shinfo.dataref)})
 	}
 	d -= uint32(n)

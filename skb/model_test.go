@@ -4,763 +4,454 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/skbdev/skb/pool"
 	"github.com/skbdev/skb/skb"
 )
 
-// The model: every live, user-owned buffer has a byte model of all its Len
-// bytes. Frag-list members leave the model (their bytes become the holder's).
+// The differential test: random sequences of buffer operations run against
+// skb and against a plain byte-slice model of each buffer's contents, headroom,
+// sharing group and header offsets. After every step each live buffer must
+// agree with its model, and writes (only ever made through a buffer that is
+// not shared) must never show in another buffer.
 
-type hbuf struct {
-	b       *skb.Buff
-	content []byte
-	netOff  int // -1 unset
-	csumOff int // -1 unset (relative to data) for CHECKSUM_PARTIAL
-	gso     [3]int
-	dtor    int // id of destructor installed via this buffer's block, for info only
+// mbuf is the model of one live buffer.
+type mbuf struct {
+	b        *skb.Buff
+	content  []byte // all Len bytes: linear data, frags, frag list
+	headroom int
+	group    *group // buffers sharing one data block
+	netOff   int    // network header offset from data; -1 when unset
 }
 
-type hmodel struct {
-	t      testing.TB
-	r      *rand.Rand
-	p1, p2 *pool.Pool
-	allocs []skb.Allocator // c1, c2 (p1), c3 (p2), p1, p2
-	cs     []*pool.Cache
-	bufs   []*hbuf
-	seq    byte
-	log    []string
-	dtors  map[int]int // id -> expected runs (1 active, 0 replaced)
-	ran    map[int]int
-	nextD  int
-	pages  []*skb.Page // whole pages from AllocPage, we hold one ref each
+type group struct{ n int }
+
+type model struct {
+	t    testing.TB
+	c    *pool.Cache
+	bufs []*mbuf
+	seq  byte // pattern byte for new content
+	log  []string
 }
 
-func (m *hmodel) logf(f string, a ...any) { m.log = append(m.log, fmt.Sprintf(f, a...)) }
-
-func (m *hmodel) fail(f string, a ...any) {
-	m.t.Helper()
-	l := m.log
-	if len(l) > 60 {
-		l = l[len(l)-60:]
-	}
-	m.t.Fatalf("%s\nlast steps:\n  %s", fmt.Sprintf(f, a...), strings.Join(l, "\n  "))
-}
-
-func (m *hmodel) pat(n int) []byte {
+func (m *model) pattern(n int) []byte {
 	p := make([]byte, n)
 	for i := range p {
 		m.seq++
-		if m.seq == 0x6b {
-			m.seq++
-		}
 		p[i] = m.seq
 	}
 	return p
 }
 
-func (m *hmodel) alloc() skb.Allocator { return m.allocs[m.r.IntN(len(m.allocs))] }
-
-var errFault = errors.New("model: injected fault")
-
-// faulty wraps an allocator and fails allocations at random.
-type faulty struct {
-	skb.Allocator
-	r *rand.Rand
+func (m *model) logf(format string, args ...any) {
+	m.log = append(m.log, fmt.Sprintf(format, args...))
 }
 
-func (f *faulty) AllocBuff() (*skb.Buff, error) {
-	if f.r.IntN(3) == 0 {
-		return nil, errFault
-	}
-	return f.Allocator.AllocBuff()
-}
-
-func (f *faulty) AllocShared(n int) (*skb.Shared, error) {
-	if f.r.IntN(3) == 0 {
-		return nil, errFault
-	}
-	return f.Allocator.AllocShared(n)
-}
-
-type geo struct {
-	hr, hl, end, ln, dl, nf int
-	cl                      bool
-	ref                     int
-	fl                      *skb.Buff
-}
-
-func geoOf(b *skb.Buff) geo {
-	return geo{b.Headroom(), b.HeadLen(), b.End(), b.Len(), b.DataLen(), b.NrFrags(), b.Cloned(), b.Dataref(), b.FragList()}
-}
-
-// opErr handles an error from an operation documented to leave b unchanged.
-func (m *hmodel) opErr(what string, x *hbuf, before geo, err error, strict bool) {
+func (m *model) fail(format string, args ...any) {
 	m.t.Helper()
-	if !isTooBigOrExh(err) && !errors.Is(err, errFault) {
-		m.fail("%s: %v", what, err)
-	}
-	m.logf("%s failed: %v", what, err)
-	if strict {
-		if g := geoOf(x.b); g != before {
-			m.fail("%s failed (%v) but changed b: %+v -> %+v", what, err, before, g)
-		}
-	}
-	m.check()
+	m.t.Fatalf("%s\nsteps:\n  %s", fmt.Sprintf(format, args...), joinLines(m.log))
 }
 
-func (m *hmodel) remove(i int) { m.bufs = append(m.bufs[:i], m.bufs[i+1:]...) }
+func joinLines(s []string) string {
+	var b bytes.Buffer
+	for i, l := range s {
+		if i > 0 {
+			b.WriteString("\n  ")
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
 
-func (m *hmodel) check() {
+func (m *model) add(b *skb.Buff, content []byte, headroom int, g *group, netOff int) {
+	if g == nil {
+		g = &group{}
+	}
+	g.n++
+	m.bufs = append(m.bufs, &mbuf{b: b, content: content, headroom: headroom, group: g, netOff: netOff})
+}
+
+// private moves x out of its sharing group: its data is now its own.
+func (x *mbuf) private() {
+	if x.group.n > 1 {
+		x.group.n--
+		x.group = &group{n: 1}
+	}
+}
+
+func (m *model) remove(i int) {
+	x := m.bufs[i]
+	x.group.n--
+	m.bufs = append(m.bufs[:i], m.bufs[i+1:]...)
+}
+
+// check compares every live buffer with its model.
+func (m *model) check() {
 	m.t.Helper()
 	for i, x := range m.bufs {
 		b := x.b
-		if !b.IsLive() {
-			m.fail("buffer %d not live", i)
-		}
 		if b.Len() != len(x.content) {
-			m.fail("buffer %d: len %d model %d", i, b.Len(), len(x.content))
+			m.fail("buffer %d: len %d, model %d", i, b.Len(), len(x.content))
 		}
 		if b.HeadLen()+b.DataLen() != b.Len() {
-			m.fail("buffer %d: headlen %d + datalen %d != len %d", i, b.HeadLen(), b.DataLen(), b.Len())
+			m.fail("buffer %d: headlen %d + data_len %d != len %d", i, b.HeadLen(), b.DataLen(), b.Len())
 		}
 		got := make([]byte, b.Len())
 		if err := b.CopyBits(0, got); err != nil {
-			m.fail("buffer %d copybits: %v", i, err)
+			m.fail("buffer %d: copy bits: %v", i, err)
 		}
 		if !bytes.Equal(got, x.content) {
-			k := 0
-			for k < len(got) && got[k] == x.content[k] {
-				k++
-			}
-			m.fail("buffer %d: contents differ at %d (len %d)\n got %x\nwant %x", i, k, len(got), got, x.content)
+			m.fail("buffer %d: contents\n got %x\nwant %x", i, got, x.content)
 		}
-		if !bytes.Equal(b.Data(), x.content[:b.HeadLen()]) {
-			m.fail("buffer %d: Data differs", i)
+		if b.Headroom() != x.headroom {
+			m.fail("buffer %d: headroom %d, model %d", i, b.Headroom(), x.headroom)
 		}
-		if x.netOff >= 0 && b.NetworkHeaderWasSet() && b.NetworkOffset() != x.netOff {
-			m.fail("buffer %d: net offset %d model %d", i, b.NetworkOffset(), x.netOff)
+		if b.Dataref() != x.group.n {
+			m.fail("buffer %d: dataref %d, model %d", i, b.Dataref(), x.group.n)
 		}
-		if x.csumOff >= 0 && b.IPSummed() == skb.ChecksumPartial && b.CsumStart() != x.csumOff {
-			m.fail("buffer %d: csum start %d model %d", i, b.CsumStart(), x.csumOff)
+		if b.Cloned() != (x.group.n > 1) {
+			m.fail("buffer %d: cloned %v with %d sharers", i, b.Cloned(), x.group.n)
 		}
-		if g := [3]int{b.GSOSize(), b.GSOSegs(), int(b.GSOType())}; g != x.gso {
-			m.fail("buffer %d: gso %v model %v", i, g, x.gso)
+		if x.netOff >= 0 && b.NetworkOffset() != x.netOff {
+			m.fail("buffer %d: network offset %d, model %d", i, b.NetworkOffset(), x.netOff)
 		}
-		if b.Headroom()+b.HeadLen()+b.Tailroom() > b.End() {
-			m.fail("buffer %d: geometry", i)
+		if b.Tailroom() < 0 || b.Headroom()+b.HeadLen()+b.Tailroom() > b.End() {
+			m.fail("buffer %d: headroom %d + headlen %d + tailroom %d > end %d", i, b.Headroom(), b.HeadLen(), b.Tailroom(), b.End())
 		}
 	}
 }
 
-// expectPanic runs f, which must panic with a string or error (not a runtime
-// error) mentioning all of want.
-func (m *hmodel) expectPanic(what string, f func(), want ...string) {
+// ops is the operation alphabet; each takes two argument bytes.
+var ops = []string{
+	"alloc", "reserve", "put", "push", "pull", "trim", "clone", "copy",
+	"pskb_copy", "unshare", "cow_head", "expand_head", "linearize",
+	"add_rx_frag", "free", "write", "copy_bits", "pskb_trim",
+	"pskb_may_pull", "set_network", "copy_expand", "add_frag_list",
+}
+
+// step runs operation op with arguments a1 and a2 on the model.
+func (m *model) step(op, a1, a2 byte) {
 	m.t.Helper()
-	msg := ""
-	func() {
-		defer func() {
-			r := recover()
-			if r == nil {
-				msg = "\x00nopanic"
-				return
-			}
-			if re, ok := r.(interface{ RuntimeError() }); ok {
-				_ = re
-				msg = "\x00runtime: " + fmt.Sprint(r)
-				return
-			}
-			msg = fmt.Sprint(r)
-		}()
-		f()
-	}()
-	if msg == "\x00nopanic" {
-		m.fail("%s: no panic", what)
+	name := ops[int(op)%len(ops)]
+	if len(m.bufs) == 0 && name != "alloc" {
+		name = "alloc"
 	}
-	if strings.HasPrefix(msg, "\x00runtime") {
-		m.fail("%s: runtime error panic %s", what, msg)
+	var x *mbuf
+	xi := 0
+	if len(m.bufs) > 0 {
+		xi = int(a1) % len(m.bufs)
+		x = m.bufs[xi]
 	}
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			m.fail("%s: panic %q lacks %q", what, msg, w)
-		}
-	}
-}
-
-func sumFrags(b *skb.Buff) int {
-	n := 0
-	for _, f := range b.Frags() {
-		n += f.Size()
-	}
-	return n
-}
-
-func isTooBigOrExh(err error) bool {
-	return errors.Is(err, skb.ErrTooBig) || errors.Is(err, pool.ErrExhausted)
-}
-
-func (m *hmodel) pick() (int, *hbuf) {
-	i := m.r.IntN(len(m.bufs))
-	return i, m.bufs[i]
-}
-
-func (m *hmodel) smallN() int {
-	switch m.r.IntN(6) {
-	case 0:
-		return 0
-	case 1:
-		return m.r.IntN(4)
-	case 2:
-		return m.r.IntN(3000)
-	default:
-		return m.r.IntN(200)
-	}
-}
-
-func (m *hmodel) step() {
-	m.t.Helper()
-	if len(m.bufs) == 0 {
-		m.opAlloc()
-		m.check()
-		return
-	}
-	switch op := m.r.IntN(34); op {
-	case 0, 1:
-		m.opAlloc()
-	case 2:
-		_, x := m.pick()
-		n := m.smallN()
-		if x.b.Len() != 0 || n > x.b.Tailroom() {
-			if x.b.Len() != 0 {
-				m.expectPanic("reserve on data", func() { x.b.Reserve(n) }, "reserve", strconv.Itoa(n))
-			}
+	n := int(a2)
+	c := m.c
+	switch name {
+	case "alloc":
+		if len(m.bufs) >= 12 {
 			return
 		}
-		m.logf("reserve %d", n)
+		size := int(a1) * 8
+		b, err := c.Alloc(size)
+		if err != nil {
+			m.fail("alloc %d: %v", size, err)
+		}
+		m.logf("alloc %d -> #%d", size, len(m.bufs))
+		m.add(b, nil, c.Headroom(), nil, -1)
+	case "reserve":
+		if x.b.Len() != 0 || n > x.b.Tailroom() {
+			return
+		}
+		m.logf("#%d reserve %d", xi, n)
 		x.b.Reserve(n)
+		x.headroom += n
 		if x.netOff >= 0 {
 			x.netOff -= n
 		}
-		if x.csumOff >= 0 {
-			x.csumOff -= n
-		}
-	case 3, 4:
-		_, x := m.pick()
-		n := m.smallN()
+	case "put":
 		if x.b.IsNonlinear() || x.b.Cloned() || n > x.b.Tailroom() {
-			m.logf("put %d (expect panic)", n)
-			m.expectPanic("put", func() { x.b.Put(n) }, "put", strconv.Itoa(n))
 			return
 		}
-		m.logf("put %d", n)
-		p := m.pat(n)
+		m.logf("#%d put %d", xi, n)
+		p := m.pattern(n)
 		copy(x.b.Put(n), p)
 		x.content = append(x.content, p...)
-	case 5, 6:
-		_, x := m.pick()
-		n := m.smallN() % 160
+	case "push":
 		if x.b.Cloned() || n > x.b.Headroom() {
-			m.logf("push %d (expect panic)", n)
-			m.expectPanic("push", func() { x.b.Push(n) }, "push", strconv.Itoa(n))
 			return
 		}
-		m.logf("push %d", n)
-		p := m.pat(n)
+		m.logf("#%d push %d", xi, n)
+		p := m.pattern(n)
 		copy(x.b.Push(n), p)
 		x.content = append(p, x.content...)
+		x.headroom -= n
 		if x.netOff >= 0 {
 			x.netOff += n
 		}
-		if x.csumOff >= 0 {
-			x.csumOff += n
-		}
-	case 7:
-		_, x := m.pick()
-		n := m.smallN() % 200
+	case "pull":
 		if n > x.b.HeadLen() {
-			m.logf("pull %d (expect panic)", n)
-			m.expectPanic("pull", func() { x.b.Pull(n) }, "pull", strconv.Itoa(n))
 			return
 		}
-		m.logf("pull %d", n)
+		m.logf("#%d pull %d", xi, n)
 		h := x.b.Pull(n)
 		if !bytes.Equal(h, x.content[:n]) {
-			m.fail("pull returned wrong bytes")
+			m.fail("pull returned %x, want %x", h, x.content[:n])
 		}
 		x.content = x.content[n:]
+		x.headroom += n
 		if x.netOff >= 0 {
 			x.netOff -= n
 		}
-		if x.csumOff >= 0 {
-			x.csumOff -= n
-		}
-	case 8:
-		_, x := m.pick()
-		n := m.smallN()
-		if x.b.IsNonlinear() && n < x.b.Len() {
-			m.expectPanic("trim", func() { x.b.Trim(n) }, "trim", strconv.Itoa(n))
+	case "trim":
+		if x.b.IsNonlinear() {
 			return
 		}
-		m.logf("trim %d", n)
+		m.logf("#%d trim %d", xi, n)
 		x.b.Trim(n)
 		if n < len(x.content) {
 			x.content = x.content[:n]
 		}
-	case 9, 10:
-		if len(m.bufs) > 30 {
-			return
+	case "clone":
+		nb, err := x.b.Clone(c)
+		if err != nil {
+			m.fail("clone: %v", err)
 		}
-		_, x := m.pick()
-		var nb *skb.Buff
-		if m.r.IntN(2) == 0 {
-			nb = m.cs[m.r.IntN(len(m.cs))].Clone(x.b)
-		} else {
-			var err error
-			nb, err = x.b.Clone(m.alloc())
-			if err != nil {
-				m.opErr("clone", x, geoOf(x.b), err, false)
-				return
-			}
-		}
-		m.logf("clone")
-		y := *x
-		y.b = nb
-		y.content = bytes.Clone(x.content)
-		m.bufs = append(m.bufs, &y)
-	case 11:
-		if len(m.bufs) > 30 {
-			return
-		}
-		_, x := m.pick()
+		m.logf("#%d clone -> #%d", xi, len(m.bufs))
+		m.add(nb, bytes.Clone(x.content), x.headroom, x.group, x.netOff)
+	case "copy", "pskb_copy":
 		var nb *skb.Buff
 		var err error
-		kind := m.r.IntN(3)
-		hr := m.smallN()
-		switch kind {
-		case 0:
-			nb, err = x.b.Copy(m.alloc())
-		case 1:
-			nb, err = x.b.PskbCopy(m.alloc())
-		case 2:
-			nb, err = x.b.CopyExpand(m.alloc(), hr, m.smallN())
+		if name == "copy" {
+			nb, err = x.b.Copy(c)
+		} else {
+			nb, err = x.b.PskbCopy(c)
 		}
-		m.logf("copy kind %d hr %d", kind, hr)
 		if err != nil {
-			m.opErr("copy", x, geoOf(x.b), err, false)
-			return
-		}
-		y := *x
-		y.b = nb
-		y.content = bytes.Clone(x.content)
-		y.dtor = 0
-		if kind == 2 {
-			// header offsets before the new head become unset
-			if y.netOff >= 0 && y.netOff < -hr {
-				y.netOff = -1
+			if errors.Is(err, pool.ErrTooBig) {
+				return
 			}
-			if y.csumOff >= 0 && y.csumOff < -hr {
-				y.csumOff = -1
+			m.fail("%s: %v", name, err)
+		}
+		m.logf("#%d %s -> #%d", xi, name, len(m.bufs))
+		m.add(nb, bytes.Clone(x.content), x.headroom, nil, x.netOff)
+	case "copy_expand":
+		hr, tr := int(a2), int(a2)/3
+		nb, err := x.b.CopyExpand(c, hr, tr)
+		if err != nil {
+			if errors.Is(err, pool.ErrTooBig) {
+				return
 			}
+			m.fail("copy_expand: %v", err)
 		}
-		m.bufs = append(m.bufs, &y)
-	case 12:
-		_, x := m.pick()
-		m.logf("unshare")
-		g0 := geoOf(x.b)
-		if err := x.b.Unshare(m.alloc()); err != nil {
-			m.opErr("unshare", x, g0, err, true)
-			return
+		m.logf("#%d copy_expand %d %d -> #%d", xi, hr, tr, len(m.bufs))
+		if nb.Tailroom() < tr {
+			m.fail("copy_expand tailroom %d < %d", nb.Tailroom(), tr)
 		}
-		if x.b.Cloned() {
-			m.fail("unshare left cloned")
+		m.add(nb, bytes.Clone(x.content), hr, nil, x.netOff)
+	case "unshare":
+		m.logf("#%d unshare", xi)
+		if err := x.b.Unshare(c); err != nil {
+			if errors.Is(err, pool.ErrTooBig) {
+				return
+			}
+			m.fail("unshare: %v", err)
 		}
-	case 13:
-		_, x := m.pick()
-		n := m.smallN() % 400
-		m.logf("cowhead %d", n)
-		g0 := geoOf(x.b)
-		if err := x.b.CowHead(m.alloc(), n); err != nil {
-			m.opErr("cowhead", x, g0, err, true)
-			return
+		x.private()
+		if x.b.Cloned() || x.b.IsNonlinear() && x.group.n > 1 {
+			m.fail("unshare left a shared buffer")
 		}
-		if x.b.Cloned() || x.b.Headroom() < n {
-			m.fail("cowhead: cloned %v headroom %d", x.b.Cloned(), x.b.Headroom())
+	case "cow_head":
+		m.logf("#%d cow_head %d", xi, n)
+		if err := x.b.CowHead(c, n); err != nil {
+			if errors.Is(err, pool.ErrTooBig) {
+				return
+			}
+			m.fail("cow_head: %v", err)
 		}
-	case 14:
-		_, x := m.pick()
-		nh, nt := m.smallN()%300, m.smallN()%300
-		m.logf("expandhead %d %d", nh, nt)
-		g0 := geoOf(x.b)
-		if err := x.b.ExpandHead(m.alloc(), nh, nt); err != nil {
-			m.opErr("expandhead", x, g0, err, true)
-			return
+		x.private()
+		if x.b.Headroom() < n {
+			m.fail("cow_head %d left headroom %d", n, x.b.Headroom())
 		}
-		if x.b.Cloned() {
-			m.fail("expand head left cloned")
+		x.headroom = x.b.Headroom()
+	case "expand_head":
+		nh, nt := int(a2)%130, int(a2)%70
+		m.logf("#%d expand_head %d %d", xi, nh, nt)
+		before := x.b.Tailroom()
+		if err := x.b.ExpandHead(c, nh, nt); err != nil {
+			if errors.Is(err, pool.ErrTooBig) {
+				return
+			}
+			m.fail("expand_head: %v", err)
 		}
-	case 15:
-		_, x := m.pick()
-		m.logf("linearize")
-		g0 := geoOf(x.b)
-		if err := x.b.Linearize(m.alloc()); err != nil {
-			m.opErr("linearize", x, g0, err, false)
-			return
+		x.private()
+		x.headroom += nh
+		if !x.b.IsNonlinear() && x.b.Tailroom() < before+nt {
+			m.fail("expand_head tailroom %d < %d + %d", x.b.Tailroom(), before, nt)
+		}
+	case "linearize":
+		m.logf("#%d linearize", xi)
+		shared := x.b.Cloned()
+		if err := x.b.Linearize(c); err != nil {
+			if errors.Is(err, pool.ErrTooBig) {
+				return
+			}
+			m.fail("linearize: %v", err)
 		}
 		if x.b.IsNonlinear() {
-			m.fail("linearize left nonlinear")
+			m.fail("linearize left %d paged bytes", x.b.DataLen())
 		}
-	case 16:
-		_, x := m.pick()
-		n := m.r.IntN(len(x.content) + 10)
-		m.logf("pskb_may_pull %d", n)
-		g0 := geoOf(x.b)
-		err := x.b.PskbMayPull(m.alloc(), n)
+		if shared && x.b.Dataref() == 1 {
+			x.private()
+		}
+	case "pskb_may_pull":
+		m.logf("#%d pskb_may_pull %d", xi, n)
+		shared := x.b.Cloned()
+		err := x.b.PskbMayPull(c, n)
 		if n > len(x.content) {
 			if !errors.Is(err, skb.ErrRange) {
-				m.fail("may pull past: %v", err)
+				m.fail("pskb_may_pull past len: %v", err)
 			}
 			return
 		}
 		if err != nil {
-			m.opErr("may pull", x, g0, err, false)
-			return
+			if errors.Is(err, pool.ErrTooBig) {
+				return
+			}
+			m.fail("pskb_may_pull: %v", err)
 		}
 		if x.b.HeadLen() < n {
-			m.fail("may pull left headlen %d < %d", x.b.HeadLen(), n)
+			m.fail("pskb_may_pull %d left headlen %d", n, x.b.HeadLen())
 		}
-	case 17:
-		_, x := m.pick()
-		n := m.r.IntN(len(x.content) + 10)
-		m.logf("pskb_trim %d", n)
-		g0 := geoOf(x.b)
-		if err := x.b.PskbTrim(m.alloc(), n); err != nil {
-			m.opErr("pskb_trim", x, g0, err, false)
-			return
+		if shared && x.b.Dataref() == 1 {
+			x.private()
+		}
+	case "pskb_trim":
+		m.logf("#%d pskb_trim %d", xi, n)
+		shared := x.b.Cloned()
+		if err := x.b.PskbTrim(c, n); err != nil {
+			m.fail("pskb_trim: %v", err)
 		}
 		if n < len(x.content) {
 			x.content = x.content[:n]
 		}
-	case 18, 19:
-		// add a new frag (from a cache's page frags or a whole page)
-		_, x := m.pick()
-		size := m.smallN() % 2000
-		var pg *skb.Page
-		var off int
-		if m.r.IntN(2) == 0 {
-			var err error
-			pg, off, err = m.cs[m.r.IntN(len(m.cs))].AllocFrag(size)
-			if err != nil {
-				m.fail("allocfrag: %v", err)
-			}
-		} else {
-			var err error
-			pg, err = m.p1.AllocPage()
-			if err != nil {
-				m.fail("allocpage: %v", err)
-			}
-			off = m.r.IntN(pg.Len() - size + 1)
+		if shared && x.b.Dataref() == 1 {
+			x.private()
 		}
-		p := m.pat(size)
-		copy(pg.Bytes()[off:off+size], p)
-		if x.b.Cloned() || x.b.NrFrags() == skb.MaxFrags {
-			m.logf("add frag (expect panic)")
-			m.expectPanic("add frag", func() { x.b.AddRxFrag(pg, off, size) }, "frag")
-			refs := pg.Refs()
-			pg.Put()
-			_ = refs
+	case "add_rx_frag":
+		if x.b.Cloned() || x.b.NrFrags() == skb.MaxFrags || x.b.FragList() != nil {
 			return
 		}
-		m.logf("add frag %d@%d", size, off)
-		pos := x.b.HeadLen() + sumFrags(x.b)
-		x.b.AddRxFrag(pg, off, size)
-		x.content = append(x.content[:pos:pos], append(p, x.content[pos:]...)...)
-	case 20:
-		// share a frag of y with x (Get + AddRxFrag)
-		_, x := m.pick()
-		_, y := m.pick()
-		if y.b.NrFrags() == 0 {
-			return
+		size := 1 + n*4
+		p, off, err := c.AllocFrag(size)
+		if err != nil {
+			m.fail("alloc frag: %v", err)
 		}
-		f := y.b.Frag(m.r.IntN(y.b.NrFrags()))
-		if x.b.Cloned() || x.b.NrFrags() == skb.MaxFrags {
-			return
-		}
-		f.Page().Get()
-		m.logf("share frag %d@%d", f.Size(), f.Off())
-		pos := x.b.HeadLen() + sumFrags(x.b)
-		x.b.AddRxFrag(f.Page(), f.Off(), f.Size())
-		p := bytes.Clone(f.Bytes())
-		x.content = append(x.content[:pos:pos], append(p, x.content[pos:]...)...)
-	case 21, 22:
-		// frag list: add y (any buffer, maybe cloned, maybe with its own list) to x
+		m.logf("#%d add_rx_frag %d", xi, size)
+		pat := m.pattern(size)
+		copy(p.Bytes()[off:off+size], pat)
+		x.b.AddRxFrag(p, off, size)
+		x.content = append(x.content, pat...)
+	case "add_frag_list":
 		if len(m.bufs) < 2 {
 			return
 		}
-		xi, x := m.pick()
-		yi, y := m.pick()
-		if xi == yi {
-			m.expectPanic("own list", func() { x.b.AddFragList(x.b) })
+		yi := int(a2) % len(m.bufs)
+		y := m.bufs[yi]
+		if yi == xi || x.b.Cloned() || y.group.n > 1 || y.b.FragList() != nil || x.b.FragList() != nil {
 			return
 		}
-		if x.b.Cloned() {
-			m.logf("add frag list (expect panic)")
-			m.expectPanic("add frag list", func() { x.b.AddFragList(y.b) }, "shared")
-			return
-		}
-		m.logf("add frag list")
+		m.logf("#%d add_frag_list #%d", xi, yi)
 		x.b.AddFragList(y.b)
 		x.content = append(x.content, y.content...)
-		m.remove(yi)
-	case 23, 24:
-		i, x := m.pick()
-		m.logf("free")
-		switch m.r.IntN(3) {
-		case 0:
+		m.remove(yi) // y now belongs to x's shared info
+	case "free":
+		m.logf("#%d free", xi)
+		if a2&1 == 0 {
+			c.Free(x.b)
+		} else {
 			x.b.Free()
-		case 1:
-			m.cs[m.r.IntN(len(m.cs))].Free(x.b)
-		case 2:
-			x.b.FreeTo(m.alloc())
 		}
-		m.remove(i)
-	case 25, 26:
-		// write into linear data or anywhere in the block of an unshared buffer
-		_, x := m.pick()
-		if x.b.Cloned() {
+		m.remove(xi)
+	case "write":
+		if x.b.Cloned() || x.b.HeadLen() == 0 {
 			return
 		}
-		h := x.b.Head()
-		if len(h) == 0 {
-			return
-		}
-		off := m.r.IntN(len(h))
+		d := x.b.Data()
+		off := n % len(d)
 		m.seq++
-		v := m.seq
-		m.logf("write head[%d]=%d (data %d tail %d)", off, v, x.b.Headroom(), x.b.Headroom()+x.b.HeadLen())
-		h[off] = v
-		if d := off - x.b.Headroom(); d >= 0 && d < x.b.HeadLen() {
-			x.content[d] = v
-		}
-	case 27:
-		// write into a frag whose page has one reference, of an unshared buffer
-		_, x := m.pick()
-		if x.b.Cloned() || x.b.NrFrags() == 0 {
-			return
-		}
-		k := m.r.IntN(x.b.NrFrags())
-		f := x.b.Frag(k)
-		if f.Page().Refs() != 1 || f.Size() == 0 {
-			return
-		}
-		pos := x.b.HeadLen()
-		for _, g := range x.b.Frags()[:k] {
-			pos += g.Size()
-		}
-		o := m.r.IntN(f.Size())
-		m.seq++
-		m.logf("write frag %d[%d]=%d", k, o, m.seq)
-		f.Bytes()[o] = m.seq
-		x.content[pos+o] = m.seq
-	case 28:
-		_, x := m.pick()
-		n := m.r.IntN(x.b.HeadLen() + 1)
-		m.logf("set net %d", n)
-		x.b.SetNetworkHeader(n)
-		x.netOff = n
-	case 29:
-		_, x := m.pick()
-		hl := x.b.HeadLen()
-		if hl < 2 {
-			return
-		}
-		s := m.r.IntN(hl - 1)
-		o := 0
-		if err := x.b.SetChecksumPartial(s, o); err != nil {
-			m.fail("csum partial: %v", err)
-		}
-		m.logf("csum partial %d", s)
-		x.csumOff = s
-	case 30:
-		_, x := m.pick()
-		g := [3]int{m.r.IntN(1500), m.r.IntN(50), int(skb.GSOUDPL4)}
-		if x.b.Cloned() {
-			m.expectPanic("set gso", func() { x.b.SetGSO(g[0], g[1], skb.GSOType(g[2])) }, "shared")
-			return
-		}
-		m.logf("set gso")
-		x.b.SetGSO(g[0], g[1], skb.GSOType(g[2]))
-		x.gso = g
-		if g[0] == 0 {
-			// A gso_size of 0 clears all three.
-			x.gso = [3]int{}
-		}
-	case 31:
-		_, x := m.pick()
-		if x.b.Cloned() {
-			return
-		}
-		m.nextD++
-		id := m.nextD
-		m.dtors[id] = 1
-		m.logf("set destructor %d", id)
-		x.b.SetDestructor(func(b *skb.Buff) {
-			m.ran[id]++
-			_ = b.Len()
-			buf := make([]byte, b.Len())
-			if err := b.CopyBits(0, buf); err != nil {
-				m.t.Errorf("destructor copy bits: %v", err)
-			}
-		})
-		// replaced destructor never runs; we cannot easily know the old id,
-		// so track by buffer: old one in x.dtor
-		x.dtor = id
-	case 32:
-		// copy_bits random ranges, including negative offsets
-		_, x := m.pick()
-		off := m.r.IntN(len(x.content)+3) - 1
-		ln := m.r.IntN(len(x.content) + 3)
+		m.logf("#%d write byte %d at %d", xi, m.seq, off)
+		d[off] = m.seq
+		x.content[off] = m.seq
+	case "copy_bits":
+		off, ln := int(a2)%(len(x.content)+1), int(a1)%(len(x.content)+1)
 		out := make([]byte, ln)
 		err := x.b.CopyBits(off, out)
-		if off < -x.b.Headroom() || off+ln > len(x.content) {
+		if off+ln > len(x.content) {
 			if !errors.Is(err, skb.ErrRange) {
-				m.fail("copybits %d %d: want ErrRange, got %v", off, ln, err)
+				m.fail("copy_bits past the end: %v", err)
 			}
 			return
 		}
-		if err != nil {
-			m.fail("copybits %d %d: %v", off, ln, err)
+		if err != nil || !bytes.Equal(out, x.content[off:off+ln]) {
+			m.fail("copy_bits %d %d: %v %x", off, ln, err, out)
 		}
-		if off >= 0 && !bytes.Equal(out, x.content[off:off+ln]) {
-			m.fail("copybits %d %d wrong", off, ln)
-		}
-		if off < 0 && ln+off > 0 && !bytes.Equal(out[-off:], x.content[:ln+off]) {
-			m.fail("copybits neg %d %d wrong", off, ln)
-		}
-	case 33:
-		// CopyHeader from y into x
-		_, x := m.pick()
-		_, y := m.pick()
-		if x.b.Cloned() {
-			m.expectPanic("copy header", func() { x.b.CopyHeader(y.b) }, "shared")
+	case "set_network":
+		if n > x.b.HeadLen() {
 			return
 		}
-		m.logf("copy header")
-		x.b.CopyHeader(y.b)
-		x.gso = y.gso
-		x.netOff, x.csumOff = -1, -1
-		if y.b.NetworkHeaderWasSet() && x.b.NetworkHeaderWasSet() && x.b.NetworkOffset() != y.b.NetworkOffset() {
-			// offset unset if before head; else must match
-			m.fail("copy header: net offset %d vs %d", x.b.NetworkOffset(), y.b.NetworkOffset())
-		}
+		m.logf("#%d set_network %d", xi, n)
+		x.b.SetNetworkHeader(n)
+		x.netOff = n
 	}
 	m.check()
 }
 
-func (m *hmodel) opAlloc() {
-	if len(m.bufs) > 30 {
-		return
-	}
-	size := m.r.IntN(3000)
-	if m.r.IntN(8) == 0 {
-		size = m.r.IntN(70000)
-	}
-	var b *skb.Buff
-	var err error
-	switch m.r.IntN(4) {
-	case 0:
-		b, err = m.p1.Alloc(size)
-	case 1:
-		b, err = m.p2.Alloc(size)
-	default:
-		b, err = m.cs[m.r.IntN(len(m.cs))].Alloc(size)
-	}
-	if err != nil {
-		if isTooBigOrExh(err) {
-			return
-		}
-		m.fail("alloc: %v", err)
-	}
-	m.logf("alloc %d", size)
-	m.bufs = append(m.bufs, &hbuf{b: b, netOff: -1, csumOff: -1})
-}
-
-func runModel(t testing.TB, seed uint64, steps int, debug bool) {
-	p1, err := pool.New(pool.Config{Name: "model-a", Debug: debug, PageSize: 4096})
+// run plays the operations encoded in data (three bytes a step) and then
+// frees everything; the pool must then hold no buffer in flight.
+func runModel(t testing.TB, data []byte) {
+	p, err := pool.New(pool.Config{Name: "model", Debug: true, PageSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := pool.New(pool.Config{Name: "model-b", Debug: debug, Headroom: pool.NoHeadroom,
-		Classes: []pool.Class{{Size: 256}, {Size: 4000}, {Size: 80000}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1, c2, c3 := p1.NewCache(), p1.NewCache(), p2.NewCache()
-	m := &hmodel{t: t, r: rand.New(rand.NewPCG(seed, seed*7+1)), p1: p1, p2: p2,
-		allocs: []skb.Allocator{c1, c2, c3, p1, p2}, cs: []*pool.Cache{c1, c2, c3},
-		dtors: map[int]int{}, ran: map[int]int{}}
-	fr := rand.New(rand.NewPCG(seed, 99))
-	m.allocs = append(m.allocs, &faulty{c1, fr}, &faulty{c3, fr}, &faulty{p2, fr})
-	for range steps {
-		m.step()
+	c := p.NewCache()
+	m := &model{t: t, c: c}
+	for i := 0; i+2 < len(data) && i < 3*300; i += 3 {
+		m.step(data[i], data[i+1], data[i+2])
 	}
 	for len(m.bufs) > 0 {
-		m.bufs[0].b.Free()
+		c.Free(m.bufs[0].b)
 		m.remove(0)
 	}
-	for id, want := range m.dtors {
-		_ = want
-		if m.ran[id] > 1 {
-			m.fail("destructor %d ran %d times", id, m.ran[id])
-		}
-	}
-	c1.Close()
-	c2.Close()
-	c3.Close()
-	if err := p1.Close(); err != nil {
-		m.fail("p1 close: %v", err)
-	}
-	if err := p2.Close(); err != nil {
-		m.fail("p2 close: %v", err)
+	c.Close()
+	if err := p.Close(); err != nil {
+		t.Fatalf("%v\nsteps:\n  %s", err, joinLines(m.log))
 	}
 }
 
-// TestModel applies random sequences of 400 buffer operations (seeds 1, 2,
-// ... for SKB_MODEL_DURATION, 3 s by default; SKB_MODEL_SEED picks the
-// first) to up to 31 buffers of two pools, one without headroom, through
-// caches, pools and an allocator that fails a third of its allocations:
-// Reserve, Put, Push, Pull, Trim (and their misuse, which must panic),
-// clones, copies, Unshare, CowHead, ExpandHead, Linearize, PskbMayPull,
-// PskbTrim, frags and frag lists, header offsets, CHECKSUM_PARTIAL, GSO
-// fields, destructors, frees in any order. After every step each live
-// buffer's bytes and metadata must equal a plain byte model of it, a failed
-// operation that promises an unchanged buffer must have left it so, and at
-// the end both pools must close with nothing leaked. With the pools' debug
-// mode unless SKB_MODEL_NODEBUG is set (the fast free path then runs).
-func TestModel(t *testing.T) {
-	d := 3 * time.Second
-	if s := os.Getenv("SKB_MODEL_DURATION"); s != "" {
-		d, _ = time.ParseDuration(s)
+func FuzzOps(f *testing.F) {
+	f.Add([]byte{0, 40, 0, 2, 0, 60, 6, 0, 0, 8, 0, 0, 15, 0, 9, 3, 1, 20})
+	f.Add([]byte{0, 200, 0, 13, 0, 100, 13, 0, 200, 6, 0, 0, 12, 1, 0, 16, 1, 3, 17, 1, 50})
+	f.Add([]byte{0, 10, 0, 2, 0, 10, 0, 20, 0, 21, 0, 1, 6, 0, 0, 18, 0, 5, 14, 1, 0})
+	f.Add([]byte{0, 10, 0, 13, 0, 30, 13, 0, 30, 6, 0, 0, 3, 1, 9, 10, 1, 100, 3, 1, 9, 15, 1, 4})
+	f.Add([]byte{0, 10, 0, 13, 0, 30, 6, 0, 0, 11, 1, 60, 12, 0, 0, 17, 1, 31, 18, 1, 5})
+	f.Fuzz(func(t *testing.T, data []byte) { runModel(t, data) })
+}
+
+// TestModelRandom runs long pseudo-random sequences through the model, so
+// that the plain test run covers far more than the fuzz seeds.
+func TestModelRandom(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 20
 	}
-	debug := os.Getenv("SKB_MODEL_NODEBUG") == ""
-	start := time.Now()
-	seed := uint64(1)
-	if s := os.Getenv("SKB_MODEL_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	n := 0
-	for time.Since(start) < d {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, seed, 400, debug) })
-		if t.Failed() {
-			return
+	for s := range seeds {
+		data := make([]byte, 900)
+		x := uint32(s)*2654435761 + 1
+		for i := range data {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			data[i] = byte(x)
 		}
-		seed++
-		n++
+		runModel(t, data)
 	}
-	t.Logf("%d runs", n)
 }

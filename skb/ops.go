@@ -293,8 +293,9 @@ func (b *Buff) dropData(a Allocator) {
 // headroom is short (skb_cow_head). It reallocates as ExpandHead does, with
 // the extra rounded up to 64 bytes (the page frags stay shared), except for a
 // linear buffer that is shared (Cloned) or whose block cannot grow by the
-// extra, and a nonlinear one whose head is already in the largest class
-// (after a PskbMayPull, say): that one is copied as CopyExpand copies
+// extra, and a nonlinear one whose head cannot grow by the extra (already
+// in the largest class, after a PskbMayPull, say): that one is copied as
+// CopyExpand copies
 // (frags and frag list too, into linear data), into the smallest block
 // holding its data behind max(headroom, 128 bytes or its headroom if less,
 // the bytes of headers pulled in front of its data), the rest of that block
