@@ -385,16 +385,16 @@ func TestPingPongServerLeaves(t *testing.T) {
 	})
 }
 
-// TestPingPongCutReplies runs the client against an echo that answers
-// every request one byte short: no round trip, and the error says that
-// packets came back, not that no server runs there; the JSON counts them
-// in stray.
-func TestPingPongCutReplies(t *testing.T) {
-	c, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)))
+// fakeServer listens on the UDP address addr and hands each datagram to
+// answer, on its reading goroutine (p is valid during the call only),
+// until the test ends; it returns the address bound.
+func fakeServer(t *testing.T, addr string, answer func(c net.PacketConn, p []byte, from net.Addr)) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp4", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	go func() {
 		buf := make([]byte, 2048)
 		for {
@@ -402,10 +402,20 @@ func TestPingPongCutReplies(t *testing.T) {
 			if err != nil {
 				return
 			}
-			c.WriteTo(buf[:max(n-1, 0)], from)
+			answer(c, buf[:n], from)
 		}
 	}()
-	addr := c.LocalAddr().String()
+	return c.LocalAddr().String()
+}
+
+// TestPingPongCutReplies runs the client against an echo that answers
+// every request one byte short: no round trip, and the error says that
+// packets came back, not that no server runs there; the JSON counts them
+// in stray.
+func TestPingPongCutReplies(t *testing.T) {
+	addr := fakeServer(t, fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)), func(c net.PacketConn, p []byte, from net.Addr) {
+		c.WriteTo(p[:max(len(p)-1, 0)], from)
+	})
 	out, errOut, code := skb(t, "pingpong", "--connect", addr, "-n", "10", "--timeout", "100ms", "--json")
 	_, r := ndjson(t, out)
 	if code != 1 || !strings.Contains(errOut, "no reply from "+addr) || !strings.Contains(errOut, "of this run's requests came back resized (not --size 64 bytes: cut short or grown on the way)") ||
@@ -420,23 +430,10 @@ func TestPingPongCutReplies(t *testing.T) {
 // client fails saying the replies came later and to give a longer
 // --timeout (the warm-up's late replies count apart, in warmup_late).
 func TestPingPongLateWarmupHint(t *testing.T) {
-	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := c.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			reply := append([]byte(nil), buf[:n]...)
-			time.AfterFunc(30*time.Millisecond, func() { c.WriteTo(reply, from) })
-		}
-	}()
-	addr := c.LocalAddr().String()
+	addr := fakeServer(t, "127.0.0.1:0", func(c net.PacketConn, p []byte, from net.Addr) {
+		reply := append([]byte(nil), p...)
+		time.AfterFunc(30*time.Millisecond, func() { c.WriteTo(reply, from) })
+	})
 	out, errOut, code := skb(t, "pingpong", "--connect", addr, "-n", "100", "--timeout", "20ms", "--json")
 	_, r := ndjson(t, out)
 	if code != 1 || !strings.Contains(errOut, "came later") || !strings.Contains(errOut, "give a longer --timeout") ||
