@@ -114,6 +114,11 @@ while it waits for a reply), the server by --duration (default 10s), --idle
 --count.
 
 ` + signalHelp,
+		Example: `  skb pingpong --server &
+  skb pingpong -n 20000
+  taskset -c 1 skb pingpong --server --busy-poll &
+  taskset -c 0 skb pingpong --busy-poll -n 20000 --json
+  skb pingpong --dev memring -n 100000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.server {
@@ -137,7 +142,7 @@ while it waits for a reply), the server by --duration (default 10s), --idle
 	fs.Uint64Var(&o.count, "count", 0, "server: stop after answering N packets (0: no limit)")
 	fs.BoolVar(&o.pktinfo, "pktinfo", false, "server over udp: answer each request from the address it was sent to (IP_PKTINFO), for a --listen on 0.0.0.0 or :: with clients of several of its addresses")
 	fs.StringVar(&o.from, "from", "", "server over udp: answer only sources in this PREFIX (e.g. 127.0.0.0/8, with --listen 0.0.0.0:PORT); others are counted and not answered")
-	durationVarP(fs, &o.timeout, "timeout", "", traffic.DefaultReplyTimeout, "client: how long to wait for each reply")
+	durationVarP(fs, &o.timeout, "timeout", "", traffic.DefaultReplyTimeout, "client: how long to wait for each reply (the first requests take longest: give several times the p50 you expect)")
 	addDevFlags(cmd, &f, ", memring (a simulated NIC in this process with an echo on its other end: the engine's own cost); afpacket's receive ring adds up to 1 ms per receive: measure latency over udp or afxdp")
 	addSenderFlags(cmd, &f)
 	return cmd
