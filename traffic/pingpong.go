@@ -164,9 +164,9 @@ type pinger struct {
 	t0, t1   time.Duration // the measured request's Xmit and its reply's hand-over
 	stray    uint64
 	resized  uint64 // of stray: this run's stamp, another length
-	late     int    // replies that came after their request's Timeout, warm-up included (for ErrNoReply's message)
-	lateRun  int    // of late, the measured requests' (the result's Late)
-	lateWarm int    // of late, the warm-up's (the result's WarmupLate)
+	// late counts the replies that came after their request's Timeout:
+	// [0] the warm-up's, [1] the measured requests' (see countLate).
+	late [2]int
 	// lostSeqs holds the requests counted lost whose reply has not come:
 	// one that comes later counts in late once, and leaves; a copy of a
 	// reply (a server or path that duplicates) is stray alone. Made at
@@ -294,6 +294,26 @@ func (p *pinger) send(seq uint64, ts int64) error {
 	return p.dev.Xmit(b, false)
 }
 
+// countLate counts a late reply to the request seq: the warm-up's or a
+// measured one's.
+func (p *pinger) countLate(seq uint64) {
+	if seq >= uint64(p.cfg.Warmup) {
+		p.late[1]++
+	} else {
+		p.late[0]++
+	}
+}
+
+// countLost counts a request without a reply in time: in Lost when it was
+// measured, in WarmupLost when it was the warm-up's.
+func (r *PingPongResult) countLost(measured bool) {
+	if measured {
+		r.Lost++
+	} else {
+		r.WarmupLost++
+	}
+}
+
 func (p *pinger) handle(b *skb.Buff) {
 	// The round trip ends at the hand-over, before the reply is examined,
 	// as the C reference stops its clock when recv returns.
@@ -330,12 +350,7 @@ func (p *pinger) handle(b *skb.Buff) {
 				p.resized++
 			} else if _, lost := p.lostSeqs[st.Seq]; lost {
 				// The reply to a request given up on: late.
-				p.late++
-				if st.Seq >= uint64(p.cfg.Warmup) {
-					p.lateRun++
-				} else {
-					p.lateWarm++
-				}
+				p.countLate(st.Seq)
 				delete(p.lostSeqs, st.Seq)
 			}
 		}
@@ -459,11 +474,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 		p.want, p.got = uint64(i), false
 		if err := p.send(uint64(i), p.clk.wall(t0)); err != nil {
 			if errors.Is(err, pool.ErrExhausted) {
-				if i >= cfg.Warmup {
-					res.Lost++
-				} else {
-					res.WarmupLost++
-				}
+				res.countLost(i >= cfg.Warmup)
 				continue
 			}
 			runErr = err
@@ -490,18 +501,9 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 			break
 		}
 		if !ok {
-			if i >= cfg.Warmup {
-				res.Lost++
-			} else {
-				res.WarmupLost++
-			}
+			res.countLost(i >= cfg.Warmup)
 			if p.got {
-				p.late++
-				if i >= cfg.Warmup {
-					p.lateRun++
-				} else {
-					p.lateWarm++
-				}
+				p.countLate(uint64(i))
 			} else {
 				if p.lostSeqs == nil {
 					p.lostSeqs = make(map[uint64]struct{})
@@ -509,7 +511,7 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 				p.lostSeqs[uint64(i)] = struct{}{}
 			}
 			if unanswered++; !replied && unanswered >= NoReplyTries {
-				runErr = noReply(unanswered, p.late, cfg.Timeout)
+				runErr = noReply(unanswered, p.late[0]+p.late[1], cfg.Timeout)
 				break
 			}
 			continue
@@ -539,9 +541,9 @@ func (p *pinger) loop(ctx context.Context, res *PingPongResult) (PingPongResult,
 	}
 	if runErr == nil && !replied && unanswered > 0 && ctx.Err() == nil {
 		// A run of fewer than NoReplyTries requests, none answered.
-		runErr = noReply(unanswered, p.late, cfg.Timeout)
+		runErr = noReply(unanswered, p.late[0]+p.late[1], cfg.Timeout)
 	}
-	res.Stray, res.Late, res.WarmupLate, res.Resized = p.stray, p.lateRun, p.lateWarm, p.resized
+	res.Stray, res.WarmupLate, res.Late, res.Resized = p.stray, p.late[0], p.late[1], p.resized
 	res.Iters = len(rtt)
 	if res.Iters == 0 {
 		return *res, runErr
