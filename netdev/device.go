@@ -116,7 +116,8 @@ type Device interface {
 type BusyPoller interface {
 	Device
 
-	// BusyPoll hands over up to budget packets as Poll does, first
+	// BusyPoll hands over up to budget packets as Poll does (h owns each
+	// buffer it is given), first
 	// spinning, when nothing is pending, until a packet comes or timeout
 	// passes (a negative timeout spins without limit, zero looks once),
 	// one CPU busy meanwhile; packets the device drops (and counts) do

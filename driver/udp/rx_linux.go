@@ -149,7 +149,8 @@ func (d *Device) Poll(budget int, h netdev.Handler) (int, error) {
 // PktInfo, for the control messages) until a datagram comes, timeout
 // passes (a negative timeout spins without limit, zero probes once), or
 // the device is closed, then hands over up to budget datagrams as Poll
-// does. A datagram dropped on the way (too long for the receive buffer,
+// does: the handler owns each buffer it is given, and BusyPoll keeps the
+// ones it posts. A datagram dropped on the way (too long for the receive buffer,
 // rx_truncated) does not end the spin. A budget of 0 or less hands
 // nothing over and does not spin. It is
 // the receive of a busy-polling ping-pong or echo server (traffic.PingPong
