@@ -98,7 +98,8 @@ type Config struct {
 	// took 3-5 ms of CPU per 2.2 s with KeepP against 158-166 ms without,
 	// and the sink 13% less CPU per datagram; a sender and sink in one
 	// process moved 1.05x the datagrams per second (20 rotated rounds,
-	// ahead in 15). See docs/BENCHMARKS.md, "A receiver that keeps its P".
+	// ahead in 15). See docs/BENCHMARKS-JOURNAL.md, "A receiver that keeps
+	// its P".
 	//
 	// The cost is the P: while Wait sleeps no other goroutine runs on it
 	// until the runtime preempts the waiting goroutine, with a signal, once
