@@ -220,6 +220,10 @@ func parseAddrPort(flag, s string) (netip.AddrPort, error) {
 	}
 	a, err := netip.ParseAddr(host)
 	switch {
+	case host == "" && kernelPicksPort(flag):
+		return netip.AddrPort{}, fmt.Errorf("--%s %q: no address before the port: give one of this host's, such as 127.0.0.1:%s, or 0.0.0.0:%s or [::]:%s for all of them", flag, s, port, port, port)
+	case host == "":
+		return netip.AddrPort{}, fmt.Errorf("--%s %q: no address before the port: give the peer's, such as 127.0.0.1:%s or [::1]:%s", flag, s, port, port)
 	case err != nil:
 		return netip.AddrPort{}, fmt.Errorf("--%s %q: %q is not an IP address", flag, s, host)
 	case a.Zone() != "":
