@@ -103,7 +103,11 @@ thread holds its CPU (with --sleep 0, up to ` + fmt.Sprint(traffic.SoloSinks) + 
 that the kernel wakes). Rounds keep up with pktgen, but a datagram of a slow
 flow may be seen up to 20ms late, and over hundreds of ports the first
 datagrams of each wait longer while its buffers are first touched (both show
-in the latency).
+in the latency). On one port too, the first datagrams wait while the sink first
+touches its receive buffers (page faults: a few ms for a GRO sink on a virtual
+machine where each fault costs tens of microseconds), which shows in the
+latency of a short unpaced run (pktgen --gso -n 5000), not in a paced or
+longer one.
 Loss is counted per flow from the packets that arrive on those ports:
 packets to other ports are never seen, so a sink with fewer --flows than its
 pktgen reports no loss for the flows it misses (pktgen warns of the ICMP

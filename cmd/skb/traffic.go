@@ -225,7 +225,7 @@ func parseAddrPort(flag, s string) (netip.AddrPort, error) {
 	case host == "":
 		return netip.AddrPort{}, fmt.Errorf("--%s %q: no address before the port: give the peer's, such as 127.0.0.1:%s or [::1]:%s", flag, s, port, port)
 	case err != nil:
-		return netip.AddrPort{}, fmt.Errorf("--%s %q: %q is not an IP address", flag, s, host)
+		return netip.AddrPort{}, fmt.Errorf("--%s %q: %q is not an IP address (no name but localhost is looked up)", flag, s, host)
 	case a.Zone() != "":
 		return netip.AddrPort{}, fmt.Errorf("--%s %q: addresses with a zone (%%%s) are not supported: give the address alone", flag, s, a.Zone())
 	}

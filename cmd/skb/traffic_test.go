@@ -756,7 +756,7 @@ func TestTrafficBadFlags(t *testing.T) {
 		{[]string{"pktgen", "--imix", ""}, "skb: pktgen: --imix: empty list\n"},
 		{[]string{"pktgen", "--imix", " "}, "skb: pktgen: --imix: empty list\n"},
 		{[]string{"pktgen", "--dst", "nonsense"}, "want IP:PORT"},
-		{[]string{"pktgen", "--dst", "example.com:9000"}, "not an IP address"},
+		{[]string{"pktgen", "--dst", "example.com:9000"}, "skb: pktgen: --dst \"example.com:9000\": \"example.com\" is not an IP address (no name but localhost is looked up)\n"},
 		{[]string{"pktgen", "--dst", "127.0.0.1:99999"}, `port "99999" is not a number from 1 to 65535`},
 		{[]string{"pktgen", "--dst", "127.0.0.1:0"}, `--dst "127.0.0.1:0": port "0" is not a number from 1 to 65535`},
 		{[]string{"pingpong", "--connect", "127.0.0.1:65536"}, `port "65536" is not a number from 1 to 65535`},
