@@ -210,6 +210,10 @@ type echoResultJSON struct {
 	Listen      string `json:"listen"`
 	// FirstError is the first answer's refusal, when one was refused.
 	FirstError string `json:"first_error,omitempty"`
+	// CPUUser and CPUSys are the process's CPU time in seconds, as the
+	// other commands' results give it (getrusage(2)).
+	CPUUser float64 `json:"cpu_user"`
+	CPUSys  float64 `json:"cpu_sys"`
 	stopInfo
 }
 
@@ -348,6 +352,7 @@ func runPingServer(cmd *cobra.Command, f *devFlags, o *pingpongOpts) error {
 	}
 	j := echoResultJSON{Type: "result", Echoed: r.Echoed, Bytes: r.Bytes, Seconds: r.Seconds, Errors: r.Errors, Other: r.Other,
 		KernelDrops: kdrops, Dev: spec.String(), Listen: listen.String(), stopInfo: sc.stopped()}
+	j.CPUUser, j.CPUSys = cpuTimes()
 	if r.FirstErr != nil {
 		j.FirstError = r.FirstErr.Error()
 	}

@@ -196,7 +196,7 @@ type pktgenResultJSON struct {
 	ICMPUnreachable uint64  `json:"icmp_unreachable"`
 	Flows           int     `json:"flows"`
 	Dev             string  `json:"dev"`
-	Dst             string  `json:"dst"`
+	Dst             string  `json:"dst,omitempty"` // none on memring, which has no addresses
 	Size            int     `json:"size,omitempty"`
 	IMIX            string  `json:"imix,omitempty"`
 	Burst           int     `json:"burst"`
@@ -385,6 +385,9 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps, stopInfo: sc.stopped()}
 	if o.imix == "" {
 		j.Size = o.size
+	}
+	if spec.kind == devMemring {
+		j.Dst = ""
 	}
 	j.CPUUser, j.CPUSys = cpuTimes()
 	if r.FirstErr != nil {
