@@ -86,6 +86,11 @@ header checksum fails, or on afpacket whose UDP checksum fails (over
 AF_XDP nothing says whether a frame's UDP checksum was left to be
 computed, so it is not checked there).
 
+Its socket is bound tens of milliseconds after it starts (the port refuses
+datagrams until then): a script that starts pktgen right after it should
+wait that long, or give --listen port 0 and wait for the line on stderr that
+names the port the kernel picked.
+
 While traffic flows it sleeps --sleep (50us) whenever it has drained the
 queue, rather than asking the kernel to wake it: the sender then does no
 wake-up work per packet. After a millisecond without traffic it waits to be
