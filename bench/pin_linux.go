@@ -82,7 +82,8 @@ func pinArgv(cpu int, argv []string) []string {
 // threaded NAPI kernel thread on its own CPU, waits behind it, and drops
 // frames when its ring overflows meanwhile (AF_XDP threaded, the C and
 // skb receivers alike: 0.91-0.93 of the frames sent delivered by xsk_rx
-// in the bench's session, 0.96-0.99 in its own; see docs/BENCHMARKS-JOURNAL.md).
+// in the bench's session, 0.96-0.99 in its own; see
+// docs/BENCHMARKS-JOURNAL.md).
 // The bench kills such a child when its run ends or is interrupted; out of
 // the terminal's process group, a child no longer gets its Ctrl-C, and
 // should the bench itself be killed, each ends by its own bound (the C

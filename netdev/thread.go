@@ -18,8 +18,8 @@ import (
 // thread it does not: an empty non-blocking recvfrom(2) measured 327 ns
 // against 277 ns from such a thread (271 ns for single-threaded C); a
 // busy-polling ping-pong round trip took 0.2 µs less for a Go program
-// making the calls itself and 0.05-0.2 µs less for skb's (docs/BENCHMARKS-JOURNAL.md,
-// c-pingpong). A panic in fn happens on fn's goroutine: it ends the
+// making the calls itself and 0.05-0.2 µs less for skb's
+// (docs/BENCHMARKS-JOURNAL.md, c-pingpong). A panic in fn happens on fn's goroutine: it ends the
 // process, and the caller cannot recover it.
 //
 // The private table holds the descriptors open at the call, so fn may use

@@ -567,8 +567,8 @@ func (g *Pktgen) burst(ts int64) (int, error) {
 // cache and the device: on hosts that drop the TLB on every system call,
 // each page and cache line touched between two doorbells is a miss, and
 // the path through Run, burst, next and build touched enough of them to
-// cost 60 ns a datagram (docs/BENCHMARKS-JOURNAL.md, "A plain loop for plain
-// runs").
+// cost 60 ns a datagram (docs/BENCHMARKS-JOURNAL.md, "A plain loop for
+// plain runs").
 func (g *Pktgen) plainBursts(over *atomic.Bool, ts int64, first int) (int, error) {
 	c, dev, ax, dsts := g.cache, g.dev, g.ax, g.dsts
 	sched, si, seqs := g.sched, g.si, g.seqs

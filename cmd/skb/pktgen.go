@@ -380,14 +380,14 @@ func runPktgen(cmd *cobra.Command, f *devFlags, o *pktgenOpts) error {
 		icmp = n - icmp0
 	}
 	j := pktgenResultJSON{Type: "result", Packets: r.Packets, Bytes: r.Bytes, Seconds: r.Seconds, PPS: r.PPS, Mbps: r.Mbps,
-		Errors: r.Errors, Doorbells: r.Doorbells, Queued: r.Queued, Flows: r.Flows, Dev: spec.String(), Dst: dst.String(),
+		Errors: r.Errors, Doorbells: r.Doorbells, Queued: r.Queued, Flows: r.Flows, Dev: spec.String(),
 		IMIX: o.imix, Burst: o.burst, Clone: o.clone, GSO: o.gso, NoUDPCsum: o.noCsum, NoTimestamp: o.noTstamp, Rate: o.rate, ICMPUnreachable: icmp,
 		FrameBytes: r.FrameBytes, FrameMbps: r.FrameMbps, stopInfo: sc.stopped()}
 	if o.imix == "" {
 		j.Size = o.size
 	}
-	if spec.kind == devMemring {
-		j.Dst = ""
+	if spec.kind != devMemring {
+		j.Dst = dst.String()
 	}
 	j.CPUUser, j.CPUSys = cpuTimes()
 	if r.FirstErr != nil {

@@ -8,10 +8,10 @@
 // kernel takes and drops a reference on the file around each call (fdget,
 // fdput), two atomic operations on a line other threads write; a table
 // used by one thread alone skips them. On the 2-vCPU machine of
-// docs/BENCHMARKS-JOURNAL.md an empty non-blocking recvfrom(2) took 327 ns from a
-// Go thread against 271 ns from a single-threaded C program, and 277 ns
-// from a Go thread with a table of its own (BenchmarkRecvfromEmpty); a C
-// program with a second thread measured 325 ns.
+// docs/BENCHMARKS-JOURNAL.md an empty non-blocking recvfrom(2) took 327
+// ns from a Go thread against 271 ns from a single-threaded C program, and
+// 277 ns from a Go thread with a table of its own (BenchmarkRecvfromEmpty);
+// a C program with a second thread measured 325 ns.
 package thread
 
 import "runtime"
