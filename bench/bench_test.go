@@ -270,6 +270,58 @@ func TestParseFigures(t *testing.T) {
 	if _, err := parseFigures("SEND FAILED step=open errno=16", "RECV"); !errors.Is(err, ErrNoResult) {
 		t.Errorf("missing line: %v, want ErrNoResult", err)
 	}
+	// Other notations than decimal, and numbers out of range, are no
+	// figures; a negative figure or a key given twice fails the line.
+	f, err = parseFigures("PINGPONG p50_us=0x1p4 p99_us=1_000 mean_us=1e999 n=+5 max_us=.5 min_us=2.", "PINGPONG")
+	if err != nil || len(f) != 3 || f["n"] != 5 || f["max_us"] != 0.5 || f["min_us"] != 2 {
+		t.Errorf("figures %v, %v; want n, max_us and min_us alone", f, err)
+	}
+	for line, want := range map[string]string{
+		"PINGPONG p50_us=10 p99_us=-5":      "gives p99_us=-5: want a number, 0 or more",
+		"PINGPONG p50_us=10 p50_us=99999":   "gives p50_us twice",
+		"SEND pps=100 cpu_user=-0.1 pkts=9": "gives cpu_user=-0.1",
+	} {
+		if _, err := parseFigures(line, strings.Fields(line)[0]); !errors.Is(err, ErrNoResult) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want ErrNoResult saying %q", line, err, want)
+		}
+	}
+}
+
+// TestCFiguresImplausible checks that figures no measurement gives (a rate
+// over a billion packets a second, round trips under 10 ns or over 1000
+// s, a p99 under the p50, no round trips) fail the run, naming the figure.
+func TestCFiguresImplausible(t *testing.T) {
+	if _, err := ppsOf(map[string]float64{"pps": 3e15}, "SEND", "the C sender"); !errors.Is(err, ErrNoResult) || !strings.Contains(err.Error(), "not a measurement") {
+		t.Errorf("pps=3e15: %v", err)
+	}
+	if _, err := ppsOf(map[string]float64{"pps": 1e-300}, "RECV", "the C receiver"); !errors.Is(err, ErrNoResult) || !strings.Contains(err.Error(), "counted nothing") {
+		t.Errorf("pps=1e-300: %v", err)
+	}
+	if v, err := ppsOf(map[string]float64{"pps": 2.5e7}, "RECV", "the C receiver"); err != nil || v != 2.5e7 {
+		t.Errorf("pps=2.5e7: %v, %v", v, err)
+	}
+	for _, tc := range []struct {
+		f    map[string]float64
+		want string
+	}{
+		{map[string]float64{"n": 0, "p50_us": 10}, "n=0"},
+		{map[string]float64{"p50_us": 1e308}, "p50_us=1e+308"},
+		{map[string]float64{"p50_us": 1e-320}, "p50_us=1e-320"},
+		{map[string]float64{"p50_us": 10, "mean_us": 1e-300}, "mean_us=1e-300"},
+		{map[string]float64{"p50_us": 10, "p99_us": 2}, "p99_us=2 under its p50_us=10"},
+		{map[string]float64{"n": 100, "p50_us": 10, "p99_us": 20, "mean_us": 12}, ""},
+	} {
+		s := sample{"p50": tc.f["p50_us"]}
+		for k, m := range map[string]string{"p99_us": "p99", "mean_us": "mean"} {
+			if v, ok := tc.f[k]; ok {
+				s[m] = v
+			}
+		}
+		err := checkRoundTrips(tc.f, s)
+		if (err == nil) != (tc.want == "") || err != nil && (!errors.Is(err, ErrNoResult) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%v: %v; want an error with %q", tc.f, err, tc.want)
+		}
+	}
 }
 
 // TestCFiguresMissing checks that a reference program's line without its
@@ -376,6 +428,16 @@ func TestBadOptions(t *testing.T) {
 	exps, _ = o.selection()
 	if err := checkRefDir(dir, exps); !errors.Is(err, ErrNoRef) || !strings.Contains(err.Error(), "missing udp_send, udp_recv") {
 		t.Errorf("c-udp without its programs: %v, want ErrNoRef naming udp_send and udp_recv", err)
+	}
+	// A directory, or a file without an execute bit, is there but cannot run.
+	if err := os.Mkdir(filepath.Join(dir, "udp_send"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "udp_recv"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRefDir(dir, exps); !errors.Is(err, ErrNoRef) || !strings.HasSuffix(err.Error(), ": not an executable file: udp_send, udp_recv") {
+		t.Errorf("c-udp with a directory and a plain file: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -98,4 +99,22 @@ func startPinned(cpu int, cmd *exec.Cmd) error {
 	var err error
 	<-pinned(cpu, func() { err = cmd.Start() })
 	return err
+}
+
+// waitExited waits until the process p has exited, without reaping it
+// (waitid(2) with WNOWAIT): until its parent's Wait, its id cannot be
+// reused, so killGroup still reaches its session's processes by it.
+func waitExited(p *os.Process) {
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
+}
+
+// killGroup kills (SIGKILL) every process of p's process group, which is
+// p's own: startPinned makes p a session leader. Where the group is gone
+// it kills p alone, if p still runs.
+func killGroup(p *os.Process) {
+	if unix.Kill(-p.Pid, unix.SIGKILL) != nil {
+		_ = p.Kill()
+	}
 }

@@ -2,7 +2,11 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +84,94 @@ func TestRseqOffEnv(t *testing.T) {
 	if got, want := rseqOffEnv(), "GLIBC_TUNABLES=glibc.pthread.rseq=0"; got != want {
 		t.Errorf("rseqOffEnv = %q; want %q", got, want)
 	}
+}
+
+// TestProcLeftovers checks that nothing a program started outlives it: a
+// child it left running when it exited (holding its output pipes, or not)
+// and one running when the bench kills it are killed with it, and the
+// bench's wait returns at once with the program's output rather than when
+// those children end.
+func TestProcLeftovers(t *testing.T) {
+	e := &env{sender: NoPin, receiver: NoPin}
+	for _, tc := range []struct {
+		name, script string
+		timeout      time.Duration
+		wantOut      string
+		wantErr      string
+	}{
+		{"a child holding the output, left running at exit",
+			`sleep 30 & echo $! > "$PIDFILE"; echo "PINGPONG p50_us=10"`, 10 * time.Second, "PINGPONG p50_us=10", ""},
+		{"a child with its own output, left running at exit",
+			`sleep 30 </dev/null >/dev/null 2>&1 & echo $! > "$PIDFILE"; echo done`, 10 * time.Second, "done", ""},
+		{"a child running when the bench kills the program",
+			`sleep 30 & echo $! > "$PIDFILE"; echo started; wait`, 300 * time.Millisecond, "started", "did not finish within"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "pid")
+			p, err := e.startProcEnv(context.Background(), NoPin, nil, "fake", "/bin/sh", []string{"PIDFILE=" + pidfile}, "-c", tc.script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			out, err := p.wait(tc.timeout)
+			if took := time.Since(start); took > tc.timeout+3*time.Second {
+				t.Errorf("wait took %v: it waited for the program's child", took)
+			}
+			if strings.TrimSpace(out) != tc.wantOut || (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("output %q, error %v; want %q and an error with %q", out, err, tc.wantOut, tc.wantErr)
+			}
+			b, rerr := os.ReadFile(pidfile)
+			pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+			if rerr != nil || perr != nil {
+				t.Fatalf("the child's pid: %v %v", rerr, perr)
+			}
+			// The child is killed, then reaped by init (a zombie until
+			// then, which counts as gone).
+			for deadline := time.Now().Add(5 * time.Second); running(pid); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					_ = unix.Kill(pid, unix.SIGKILL)
+					t.Fatalf("the program's child %d outlived it", pid)
+				}
+			}
+		})
+	}
+}
+
+// TestProcOutputBounded checks that the bench keeps a bounded part of a
+// program's output (maxOutput), however much it prints, and quotes at
+// most a short line of it in an error.
+func TestProcOutputBounded(t *testing.T) {
+	e := &env{sender: NoPin, receiver: NoPin}
+	p, err := e.startProc(context.Background(), NoPin, nil, "fake", "/bin/sh", "-c",
+		`head -c 3000000 /dev/zero | tr '\0' y; exit 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.wait(20 * time.Second)
+	if len(out) != maxOutput {
+		t.Errorf("kept %d bytes of the output; want %d", len(out), maxOutput)
+	}
+	if err == nil || len(err.Error()) > maxLineQuote+100 || !strings.Contains(err.Error(), "exit status 3: yyy") || !strings.HasSuffix(err.Error(), "...") {
+		t.Errorf("error of %d bytes: %.300v", len(fmt.Sprint(err)), err)
+	}
+	p, err = e.startProc(context.Background(), NoPin, nil, "fake", "/bin/sh", "-c", `exit 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.wait(10 * time.Second); err == nil || err.Error() != "fake: exit status 3 (it printed nothing)" {
+		t.Errorf("a silent failure: %v", err)
+	}
+}
+
+// running reports whether the process pid exists and is no zombie (a
+// killed orphan stays one until init reaps it, which here can take
+// seconds).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's closing parenthesis.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	return ok && !strings.HasPrefix(rest, "Z")
 }

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"os"
 	"os/exec"
 	"time"
 )
@@ -24,3 +25,9 @@ func datapath(cpu int, fn func()) <-chan time.Duration { return pinned(cpu, fn) 
 func pinArgv(cpu int, argv []string) []string { return argv }
 
 func startPinned(cpu int, cmd *exec.Cmd) error { return cmd.Start() }
+
+// waitExited returns at once: without waitid's WNOWAIT, Wait alone waits.
+func waitExited(p *os.Process) {}
+
+// killGroup kills p (no process groups here: startPinned makes none).
+func killGroup(p *os.Process) { _ = p.Kill() }

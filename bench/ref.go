@@ -26,27 +26,41 @@ import (
 // executable files, the reference programs the selected experiments run
 // (each Experiment's refProgs).
 func checkRefDir(dir string, exps []Experiment) error {
-	var missing []string
+	var missing, notExec []string
 	for _, x := range exps {
 		for _, p := range x.refProgs {
-			if slices.Contains(missing, p) {
+			if slices.Contains(missing, p) || slices.Contains(notExec, p) {
 				continue
 			}
-			fi, err := os.Stat(filepath.Join(dir, p))
-			if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			switch fi, err := os.Stat(filepath.Join(dir, p)); {
+			case err != nil:
 				missing = append(missing, p)
+			case fi.IsDir() || fi.Mode()&0o111 == 0:
+				notExec = append(notExec, p)
 			}
 		}
 	}
+	var why []string
 	if len(missing) > 0 {
-		return fmt.Errorf("%w in %s: missing %s", ErrNoRef, dir, strings.Join(missing, ", "))
+		why = append(why, "missing "+strings.Join(missing, ", "))
+	}
+	if len(notExec) > 0 {
+		why = append(why, "not an executable file: "+strings.Join(notExec, ", "))
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("%w in %s: %s", ErrNoRef, dir, strings.Join(why, "; "))
 	}
 	return nil
 }
 
 // parseFigures finds the first line of out whose first word is word and
 // returns its key=value pairs whose values are numbers, as the C reference
-// programs print them ("RECV ... pps=274000 ...").
+// programs print them ("RECV ... pps=274000 ...": decimal numbers, with a
+// fraction or an exponent or neither). A value that is no such number
+// ("10us", "inf", "0x1p4") is left out. Every figure the programs print is
+// a count, a rate, a time or a CPU time, none negative: a negative one, or
+// a key given twice, makes the line an error wrapping ErrNoResult, as a
+// missing line does.
 func parseFigures(out, word string) (map[string]float64, error) {
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
@@ -56,19 +70,29 @@ func parseFigures(out, word string) (map[string]float64, error) {
 		m := map[string]float64{}
 		for _, kv := range f[1:] {
 			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
+			if !ok || !decimal.MatchString(v) {
 				continue
 			}
-			// A figure that is not a finite number ("inf", "nan") is
-			// left out, as one that does not parse.
-			if x, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(x, 0) && !math.IsNaN(x) {
-				m[k] = x
+			x, err := strconv.ParseFloat(v, 64)
+			switch _, dup := m[k]; {
+			case err != nil || math.IsInf(x, 0):
+				// Out of float64's range (1e999): no figure.
+				continue
+			case dup:
+				return nil, fmt.Errorf("%w: the %s line gives %s twice", ErrNoResult, word, k)
+			case x < 0:
+				return nil, fmt.Errorf("%w: the %s line gives %s=%s: want a number, 0 or more", ErrNoResult, word, k, v)
 			}
+			m[k] = x
 		}
 		return m, nil
 	}
 	return nil, fmt.Errorf("%w: no %s line in %q", ErrNoResult, word, oneLine(strings.TrimSpace(out)))
 }
+
+// decimal matches the numbers the C reference programs print: digits with
+// an optional sign, fraction and exponent (274012, 1.9, 2.7e5).
+var decimal = regexp.MustCompile(`^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$`)
 
 // cProc is a program the bench runs beside itself, pinned to a CPU: a C
 // reference, or the skb tool.
@@ -81,15 +105,25 @@ type cProc struct {
 }
 
 // lockedBuffer is a bytes.Buffer safe for the writes of exec's copying
-// goroutine and the reads of the caller.
+// goroutine and the reads of the caller. It keeps the first maxOutput
+// bytes written and drops the rest (a program printing without end does
+// not fill the bench's memory); Write still takes everything.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
+// maxOutput is the most of a program's standard output, and of its
+// standard error, the bench keeps: the reference programs print one line.
+const maxOutput = 1 << 20
+
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if room := maxOutput - l.b.Len(); room < len(p) {
+		l.b.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
 	return l.b.Write(p)
 }
 
@@ -127,11 +161,23 @@ func (e *env) startProcEnv(ctx context.Context, cpu int, host *lab.Host, name, p
 	}
 	p := &cProc{name: name, cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &p.out, &p.err
+	// A process the program left behind (outside its session, which
+	// killGroup reaches) may hold the output pipes open: Wait gives up on
+	// them this long after the program exited, with what they carried.
+	cmd.WaitDelay = time.Second
 	if err := startPinned(cpu, cmd); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	go func() {
+		// Once the program has exited, and before Wait reaps it (its
+		// session's id stays its own until then), what it started and
+		// left running in its session is killed: nothing outlives a run.
+		waitExited(cmd.Process)
+		killGroup(cmd.Process)
 		p.waitErr = cmd.Wait()
+		if errors.Is(p.waitErr, exec.ErrWaitDelay) {
+			p.waitErr = nil
+		}
 		close(p.done)
 	}()
 	go func() {
@@ -144,12 +190,13 @@ func (e *env) startProcEnv(ctx context.Context, cpu int, host *lab.Host, name, p
 	return p, nil
 }
 
-// kill stops the program (SIGKILL) if it still runs.
+// kill stops the program (SIGKILL) if it still runs, with every process
+// of its session (killGroup).
 func (p *cProc) kill() {
 	select {
 	case <-p.done:
 	default:
-		_ = p.cmd.Process.Kill()
+		killGroup(p.cmd.Process)
 	}
 }
 
@@ -167,8 +214,10 @@ func (p *cProc) wait(timeout time.Duration) (string, error) {
 		return p.out.String(), fmt.Errorf("%s did not finish within %v", p.name, timeout)
 	}
 	if p.waitErr != nil {
-		msg := strings.TrimSpace(p.err.String() + " " + p.out.String())
-		return p.out.String(), fmt.Errorf("%s: %w: %s", p.name, p.waitErr, oneLine(msg))
+		if msg := strings.TrimSpace(p.err.String() + " " + p.out.String()); msg != "" {
+			return p.out.String(), fmt.Errorf("%s: %w: %s", p.name, p.waitErr, oneLine(msg))
+		}
+		return p.out.String(), fmt.Errorf("%s: %w (it printed nothing)", p.name, p.waitErr)
 	}
 	return p.out.String(), nil
 }
@@ -308,18 +357,26 @@ func cFigures(sendOut, recvOut string) (sample, error) {
 
 // ppsOf returns the pps figure of a reference program's output line word,
 // parsed as f, or an error wrapping ErrNoResult naming who when it is
-// missing or 0 (the program counted nothing): a rate of 0 would make every
-// ratio against it meaningless.
+// missing, under 1 (the program counted nothing: a rate of 0 would make
+// every ratio against it meaningless) or over maxRefPPS (no path here
+// moves that many: the line is not a measurement).
 func ppsOf(f map[string]float64, word, who string) (float64, error) {
 	v, ok := f["pps"]
 	switch {
 	case !ok:
 		return 0, fmt.Errorf("%w: %s's %s line has no pps=", ErrNoResult, who, word)
-	case v <= 0:
+	case v < 1:
 		return 0, fmt.Errorf("%w: %s counted nothing (%s pps=%v)", ErrNoResult, who, word, v)
+	case v > maxRefPPS:
+		return 0, fmt.Errorf("%w: %s's %s line gives pps=%v, over %v: not a measurement", ErrNoResult, who, word, v, float64(maxRefPPS))
 	}
 	return v, nil
 }
+
+// maxRefPPS bounds the packet rates the bench takes from a reference
+// program: a billion a second, far over any path it measures (tens of
+// millions with GRO).
+const maxRefPPS = 1e9
 
 // cpuPer sets s[metric] to the CPU time (cpu_user + cpu_sys, in seconds) of
 // a C program's figures f per packet counted in f[count], in nanoseconds;
@@ -496,5 +553,34 @@ func cPingRun(ctx context.Context, e *env, iters int, busy bool, extra []string)
 			s[m] = v
 		}
 	}
+	if err := checkRoundTrips(f, s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
+
+// checkRoundTrips returns an error wrapping ErrNoResult when the C
+// ping-pong's figures f (its PINGPONG line, in µs), taken into s, cannot be
+// a measurement: no round trips (n=0), a time outside minRefMicros to
+// maxRefMicros, or a p99 under the p50.
+func checkRoundTrips(f map[string]float64, s sample) error {
+	if n, ok := f["n"]; ok && n < 1 {
+		return fmt.Errorf("%w: the C ping-pong's PINGPONG line gives n=%v: no round trips", ErrNoResult, n)
+	}
+	for _, m := range []string{"p50", "p99", "mean"} {
+		if v, ok := s[m]; ok && (v < minRefMicros || v > maxRefMicros) {
+			return fmt.Errorf("%w: the C ping-pong's PINGPONG line gives %s_us=%v: want %v to %v µs", ErrNoResult, m, v, minRefMicros, float64(maxRefMicros))
+		}
+	}
+	if p99, ok := s["p99"]; ok && p99 < s["p50"] {
+		return fmt.Errorf("%w: the C ping-pong's PINGPONG line gives p99_us=%v under its p50_us=%v", ErrNoResult, p99, s["p50"])
+	}
+	return nil
+}
+
+// minRefMicros and maxRefMicros bound the round-trip times, in µs, the
+// bench takes from the C ping-pong: 10 ns to 1000 s.
+const (
+	minRefMicros = 0.01
+	maxRefMicros = 1e9
+)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // FormatValue formats v in unit as the table prints it: packet rates with k
@@ -202,11 +203,23 @@ func experimentTitle(rep *Report, name string) string {
 	return name
 }
 
-// oneLine cuts s at its first newline.
+// oneLine cuts s at its first newline, and a line longer than
+// maxLineQuote bytes to that many (at a character's start) with "..."
+// after: an error that quotes a program's output stays one short line.
 func oneLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
+	if len(s) <= maxLineQuote {
+		return s
+	}
+	n := maxLineQuote
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
+
+// maxLineQuote is the most of a line oneLine keeps, in bytes.
+const maxLineQuote = 200
 
 // JSONRow is a Row as an NDJSON line of skb bench --json: the Row's fields
 // with "type":"row" first, as the other commands' lines carry a type.

@@ -212,6 +212,9 @@ func runBenchOpts(cmd *cobra.Command, o *benchOpts) error {
 		return err
 	}
 	if f := rep.Failed(); len(f) > 0 {
+		if len(f) == 1 {
+			return fmt.Errorf("bench: 1 variant failed, %s / %s: %s", f[0].Experiment, f[0].Variant, f[0].Error)
+		}
 		return fmt.Errorf("bench: %d variants failed, first %s / %s: %s", len(f), f[0].Experiment, f[0].Variant, f[0].Error)
 	}
 	return nil
