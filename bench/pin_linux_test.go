@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -174,4 +175,27 @@ func running(pid int) bool {
 	// The state follows the command's closing parenthesis.
 	_, rest, ok := strings.Cut(string(b), ") ")
 	return ok && !strings.HasPrefix(rest, "Z")
+}
+
+// TestWithServerExit checks that a ping-pong client's failure names the
+// server's own error when the server had exited first.
+func TestWithServerExit(t *testing.T) {
+	e := &env{sender: NoPin, receiver: NoPin}
+	srv, err := e.startProc(context.Background(), NoPin, nil, "pingpong", "/bin/sh", "-c", `echo "bind: Address already in use" >&2; exit 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-srv.done
+	cerr := errors.New("pingpong: exit status 1: recv: Connection refused")
+	if err := withServerExit(cerr, srv); !errors.Is(err, cerr) || !strings.HasSuffix(err.Error(), "(the server had exited: bind: Address already in use)") {
+		t.Errorf("server gone: %v", err)
+	}
+	live, err := e.startProc(context.Background(), NoPin, nil, "pingpong", "/bin/sh", "-c", `exec sleep 5`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.stop()
+	if err := withServerExit(cerr, live); err != cerr {
+		t.Errorf("server running: %v, want the client's error alone", err)
+	}
 }

@@ -477,12 +477,7 @@ func pingProcRun(iters int, busy bool) func(context.Context, *env) (sample, erro
 		}
 		out, err := cli.wait(4*e.dur + 10*time.Second)
 		if err != nil {
-			select {
-			case <-srv.done:
-				return nil, fmt.Errorf("%w (the server had exited: %s)", err, oneLine(strings.TrimSpace(srv.err.String())))
-			default:
-			}
-			return nil, err
+			return nil, withServerExit(err, srv)
 		}
 		for _, line := range strings.Split(out, "\n") {
 			var r struct {
@@ -538,14 +533,14 @@ func cPingRun(ctx context.Context, e *env, iters int, busy bool, extra []string)
 	}
 	out, err := cli.wait(4*e.dur + 10*time.Second)
 	if err != nil {
-		return nil, err
+		return nil, withServerExit(err, srv)
 	}
 	f, err := parseFigures(out, "PINGPONG")
 	if err != nil {
 		return nil, err
 	}
 	if f["p50_us"] <= 0 {
-		return nil, fmt.Errorf("%w: the C ping-pong's PINGPONG line has no p50_us", ErrNoResult)
+		return nil, fmt.Errorf("%w: the C ping-pong's PINGPONG line has no p50_us (as a decimal number over 0)", ErrNoResult)
 	}
 	s := sample{"p50": f["p50_us"]}
 	for k, m := range map[string]string{"p99_us": "p99", "mean_us": "mean"} {
@@ -584,3 +579,18 @@ const (
 	minRefMicros = 0.01
 	maxRefMicros = 1e9
 )
+
+// withServerExit returns err, a ping-pong client's failure, with the
+// server's standard error added when the server had exited by then: its
+// failure (a port in use) is then the cause, and the client's the symptom.
+func withServerExit(err error, srv *cProc) error {
+	select {
+	case <-srv.done:
+		if msg := strings.TrimSpace(srv.err.String()); msg != "" {
+			return fmt.Errorf("%w (the server had exited: %s)", err, oneLine(msg))
+		}
+		return fmt.Errorf("%w (the server had exited)", err)
+	default:
+		return err
+	}
+}
