@@ -103,11 +103,13 @@ func startPinned(cpu int, cmd *exec.Cmd) error {
 
 // waitExited waits until the process p has exited, without reaping it
 // (waitid(2) with WNOWAIT): until its parent's Wait, its id cannot be
-// reused, so killGroup still reaches its session's processes by it.
-func waitExited(p *os.Process) {
+// reused, so killGroup still reaches its session's processes by it. It
+// reports true: it waited.
+func waitExited(p *os.Process) bool {
 	var info unix.Siginfo
 	for unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 	}
+	return true
 }
 
 // killGroup kills (SIGKILL) every process of p's process group, which is

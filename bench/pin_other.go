@@ -26,8 +26,9 @@ func pinArgv(cpu int, argv []string) []string { return argv }
 
 func startPinned(cpu int, cmd *exec.Cmd) error { return cmd.Start() }
 
-// waitExited returns at once: without waitid's WNOWAIT, Wait alone waits.
-func waitExited(p *os.Process) {}
+// waitExited returns false at once: without waitid's WNOWAIT, Wait alone
+// waits (and reaps).
+func waitExited(p *os.Process) bool { return false }
 
 // killGroup kills p (no process groups here: startPinned makes none).
 func killGroup(p *os.Process) { _ = p.Kill() }

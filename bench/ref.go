@@ -102,6 +102,11 @@ type cProc struct {
 	out, err lockedBuffer
 	done     chan struct{}
 	waitErr  error
+	// mu guards exited, set once the program has exited and its session
+	// was killed, before Wait reaps it: kill then sends nothing, so no
+	// signal can reach a process that took the reaped one's id.
+	mu     sync.Mutex
+	exited bool
 }
 
 // lockedBuffer is a bytes.Buffer safe for the writes of exec's copying
@@ -172,8 +177,12 @@ func (e *env) startProcEnv(ctx context.Context, cpu int, host *lab.Host, name, p
 		// Once the program has exited, and before Wait reaps it (its
 		// session's id stays its own until then), what it started and
 		// left running in its session is killed: nothing outlives a run.
-		waitExited(cmd.Process)
-		killGroup(cmd.Process)
+		if waitExited(cmd.Process) {
+			p.mu.Lock()
+			killGroup(cmd.Process)
+			p.exited = true
+			p.mu.Unlock()
+		}
 		p.waitErr = cmd.Wait()
 		if errors.Is(p.waitErr, exec.ErrWaitDelay) {
 			p.waitErr = nil
@@ -193,9 +202,9 @@ func (e *env) startProcEnv(ctx context.Context, cpu int, host *lab.Host, name, p
 // kill stops the program (SIGKILL) if it still runs, with every process
 // of its session (killGroup).
 func (p *cProc) kill() {
-	select {
-	case <-p.done:
-	default:
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited {
 		killGroup(p.cmd.Process)
 	}
 }
