@@ -287,6 +287,39 @@ func TestParseFigures(t *testing.T) {
 	}
 }
 
+// FuzzParseFigures checks that no reference program's output, however
+// broken, makes parseFigures panic or hand back a figure that is not a
+// finite number, 0 or more, and that oneLine quotes any of it in a short
+// line.
+func FuzzParseFigures(f *testing.F) {
+	for _, s := range []string{
+		"RECV cpu_user=0.120 cpu_sys=1.900 dgrams=1096000 secs=4.000 pps=274012 mode=drv\n",
+		"PINGPONG n=100 p50_us=10 p99_us=-5 p50_us=3 mean_us=1e999 max_us=0x1p4 min_us=.5\n",
+		"x\nSEND pps=nan pkts=1_000 cpu_user=+2. =7 k= \xff\xfe\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, out string) {
+		for _, word := range []string{"RECV", "SEND", "PINGPONG"} {
+			m, err := parseFigures(out, word)
+			if err != nil {
+				if !errors.Is(err, ErrNoResult) {
+					t.Fatalf("%s: %v, want ErrNoResult", word, err)
+				}
+				continue
+			}
+			for k, v := range m {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					t.Fatalf("%s: %s=%v", word, k, v)
+				}
+			}
+		}
+		if q := oneLine(out); len(q) > maxLineQuote+len("...") || strings.Contains(q, "\n") {
+			t.Fatalf("oneLine gave %d bytes: %.80q", len(q), q)
+		}
+	})
+}
+
 // TestCFiguresImplausible checks that figures no measurement gives (a rate
 // over a billion packets a second, round trips under 10 ns or over 1000
 // s, a p99 under the p50, no round trips) fail the run, naming the figure.
